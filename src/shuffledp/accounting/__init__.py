@@ -1,0 +1,1 @@
+"""Privacy accounting for shuffle protocols: exact δ(ε), bounds and calibration."""

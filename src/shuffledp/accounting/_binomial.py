@@ -1,0 +1,198 @@
+"""Truncated binomial pmfs with a certified bound on the mass left out.
+
+The accountants sum over the support of sums of binomial variables. Summing
+over all of {0, …, m} is wasteful for m ~ 1e9, so each pmf is kept on a window
+around its mean whose half-width comes from Bernstein's inequality; the mass
+outside is bounded by that inequality (no numerical tail evaluation is
+trusted), and callers add the bound to δ.
+
+Probabilities inside the window are computed with Loader's saddle-point
+expansion (C. Loader, "Fast and accurate computation of binomial
+probabilities", 2000), accurate to about 1e-14 relative error for every m the
+package meets; scipy's binomial pmf was measured at 1.6e-11 relative error for
+m = 1e8, p = 0.2, too coarse for the rounding allowance in
+:mod:`shuffledp.accounting.hockey_stick`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "DEFAULT_TAIL",
+    "Window",
+    "binomial_pmf",
+    "binomial_window",
+    "convolve",
+    "plus_bernoulli",
+    "reflected",
+]
+
+#: Probability left out on each side of a window (a rigorous Bernstein bound).
+DEFAULT_TAIL = 1e-20
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+#: Below this, Stirling's remainder comes from exact factorials; above, from its series.
+_STIRLING_SERIES_FROM = 16
+_STIRLING_TABLE = np.array(
+    [0.0]
+    + [
+        math.log(math.factorial(k)) - (k + 0.5) * math.log(k) + k - _HALF_LOG_2PI
+        for k in range(1, _STIRLING_SERIES_FROM)
+    ]
+)
+
+
+def _stirling_remainder(k: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Return ln k! − ln(√(2πk)·(k/e)^k) for integers k ≥ 1 (entry 0 is unused)."""
+    out = np.empty_like(k)
+    small = k < _STIRLING_SERIES_FROM
+    out[small] = _STIRLING_TABLE[k[small].astype(np.int64)]
+    big = k[~small]
+    inv2 = 1.0 / (big * big)
+    out[~small] = (
+        1.0 / 12.0
+        - inv2 * (1.0 / 360.0 - inv2 * (1.0 / 1260.0 - inv2 * (1.0 / 1680.0 - inv2 / 1188.0)))
+    ) / big
+    return out
+
+
+def _deviance(x: NDArray[np.float64], mean: NDArray[np.float64] | float) -> NDArray[np.float64]:
+    """Return x·ln(x/mean) + mean − x without cancellation (Loader's bd0), for x > 0."""
+    mean_arr = np.broadcast_to(np.asarray(mean, dtype=np.float64), x.shape)
+    out = x * np.log(x / mean_arr) + mean_arr - x
+    near = np.abs(x - mean_arr) < 0.1 * (x + mean_arr)
+    if np.any(near):
+        xn, mn = x[near], mean_arr[near]
+        v = (xn - mn) / (xn + mn)
+        v2 = v * v
+        term = 2.0 * xn * v
+        total = v * (xn - mn)
+        for j in range(1, 40):
+            term = term * v2
+            total = total + term / (2 * j + 1)
+            if np.all(np.abs(term) <= 1e-17 * np.abs(total)):
+                break
+        out[near] = total
+    return out
+
+
+def binomial_pmf(x: NDArray[np.float64], m: int, p: float) -> NDArray[np.float64]:
+    """Return P[Bin(m, p) = x] for integer-valued ``x`` in [0, m], with 0 < p < 1.
+
+    Loader's form: exp(S(m) − S(x) − S(m−x) − D(x, mp) − D(m−x, m(1−p)))·√(m/(2πx(m−x))),
+    with S the Stirling remainder and D the deviance, both free of cancellation.
+    """
+    xs = np.asarray(x, dtype=np.float64)
+    out = np.empty_like(xs)
+    zero, full = xs == 0, xs == m
+    inner = ~(zero | full)
+    out[zero] = math.exp(m * math.log1p(-p))
+    out[full] = math.exp(m * math.log(p))
+    xi = xs[inner]
+    if xi.size:
+        rest = m - xi
+        mf = np.array([float(m)])
+        log_c = (
+            _stirling_remainder(mf)[0]
+            - _stirling_remainder(xi)
+            - _stirling_remainder(rest)
+            - _deviance(xi, m * p)
+            - _deviance(rest, m * (1.0 - p))
+        )
+        out[inner] = np.exp(log_c) * np.sqrt(m / (2.0 * math.pi * xi * rest))
+    return out
+
+
+#: Relative error of Loader's formula itself (Stirling remainders, deviance series, exp).
+_LOADER_RELATIVE_ERROR = 2e-13
+_UNIT_ROUNDOFF = 2.0**-53
+
+
+@dataclass(frozen=True)
+class Window:
+    """A pmf on the integers ``lo, lo+1, …, lo+len(pmf)-1``.
+
+    Attributes:
+        lo: Smallest integer of the window.
+        pmf: Probabilities of the window's points.
+        dropped: Upper bound on the probability of the points outside the window.
+        rel_error: Upper bound on the relative floating-point error of each entry.
+    """
+
+    lo: int
+    pmf: NDArray[np.float64]
+    dropped: float
+    rel_error: float = 0.0
+
+    @property
+    def hi(self) -> int:
+        """Largest integer of the window."""
+        return self.lo + len(self.pmf) - 1
+
+
+def binomial_window(m: int, p: float, tail: float = DEFAULT_TAIL) -> Window:
+    """Return Bin(m, p) restricted to a window holding all but at most 2·tail of its mass.
+
+    The half-width t solves Bernstein's bound exp(−t²/(2(σ² + t/3))) = tail for
+    sums of independent variables within 1 of their means, so each side of the
+    window leaves out at most ``tail``; ``dropped`` records that bound.
+
+    The relative error bound combines Loader's formula (~1e-14, bounded by
+    2e-13) with the conditioning of the pmf in m·p and m·(1 − p), which are
+    rounded once each: the log-pmf moves by at most |x − mp| times the rounding
+    unit per rounded mean, bounded here by 8·u·max|x − mp|.
+
+    Args:
+        m: Number of trials, ≥ 0.
+        p: Success probability in [0, 1].
+        tail: Bound on the mass left out on each side.
+    """
+    if m == 0 or p == 0.0:
+        return Window(0, np.ones(1), 0.0)
+    if p == 1.0:
+        return Window(m, np.ones(1), 0.0)
+    mean = m * p
+    var = m * p * (1.0 - p)
+    log_inv_tail = math.log(1.0 / tail)
+    half = log_inv_tail / 3.0 + math.sqrt((log_inv_tail / 3.0) ** 2 + 2.0 * var * log_inv_tail)
+    lo = max(0, math.floor(mean - half))
+    hi = min(m, math.ceil(mean + half))
+    pmf = binomial_pmf(np.arange(lo, hi + 1, dtype=np.float64), m, p)
+    dropped = (tail if lo > 0 else 0.0) + (tail if hi < m else 0.0)
+    spread = max(abs(lo - mean), abs(hi - mean))
+    rel_error = _LOADER_RELATIVE_ERROR + 8.0 * _UNIT_ROUNDOFF * spread
+    return Window(lo, pmf, dropped, rel_error)
+
+
+def reflected(window: Window, m: int) -> Window:
+    """Return the window of m − X given the window of X (e.g. Bin(m, 1−p) from Bin(m, p))."""
+    return Window(m - window.hi, window.pmf[::-1].copy(), window.dropped, window.rel_error)
+
+
+def convolve(a: Window, b: Window) -> Window:
+    """Return the window of X + Y for independent X ~ ``a`` and Y ~ ``b``.
+
+    The mass outside the result is at most the sum of the two dropped masses;
+    each entry is a sum of at most min(len) positive products, so its relative
+    error grows by the two inputs' errors plus one rounding per term.
+    """
+    terms = min(len(a.pmf), len(b.pmf))
+    rel = a.rel_error + b.rel_error + (terms + 1) * _UNIT_ROUNDOFF
+    if len(a.pmf) == 1 or len(b.pmf) == 1:
+        pmf = a.pmf[0] * b.pmf if len(a.pmf) == 1 else a.pmf * b.pmf[0]
+    else:
+        pmf = np.convolve(a.pmf, b.pmf)
+    return Window(a.lo + b.lo, pmf, a.dropped + b.dropped, rel)
+
+
+def plus_bernoulli(window: Window, p_one: float) -> Window:
+    """Return the window of X + Z for Z ~ Bernoulli(``p_one``) independent of X."""
+    pmf = np.zeros(len(window.pmf) + 1)
+    pmf[:-1] += (1.0 - p_one) * window.pmf
+    pmf[1:] += p_one * window.pmf
+    return Window(window.lo, pmf, window.dropped, window.rel_error + 4.0 * _UNIT_ROUNDOFF)

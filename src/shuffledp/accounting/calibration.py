@@ -1,0 +1,87 @@
+"""Calibration: the least noisy parameter that a privacy bound certifies.
+
+Every search here bisects a monotone certificate and returns the end of the
+final bracket on which the certificate was evaluated and passed, so rounding is
+always on the safe side: the returned parameter is one the accountant has
+actually certified, never an interpolated guess.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
+from shuffledp.accounting.flip import flip_delta
+
+__all__ = ["calibrate_flip_q", "smallest_passing"]
+
+
+def smallest_passing(
+    passes: Callable[[float], bool],
+    lo: float,
+    hi: float,
+    *,
+    rtol: float = 1e-6,
+    max_iter: int = 200,
+) -> float:
+    """Return (within ``rtol``) the smallest x in (lo, hi] with ``passes(x)``.
+
+    ``passes`` must be monotone: False below some threshold, True above. The
+    search runs on a log scale, and the returned x always satisfies ``passes``.
+
+    Args:
+        passes: Monotone predicate.
+        lo: A value expected to fail (the bracket's lower end), > 0.
+        hi: A value that must pass.
+        rtol: Stop when hi/lo − 1 < rtol.
+        max_iter: Cap on the number of bisection steps.
+
+    Raises:
+        ValueError: If ``hi`` does not pass.
+    """
+    if not passes(hi):
+        raise ValueError(f"the upper end of the search bracket ({hi:g}) does not pass")
+    if passes(lo):
+        return lo
+    for _ in range(max_iter):
+        if hi / lo - 1.0 < rtol:
+            break
+        mid = math.sqrt(lo * hi)
+        if passes(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def calibrate_flip_q(
+    epsilon: float, delta: float, n: int, fake_users: int, *, rtol: float = 1e-6
+) -> float:
+    """Return the smallest flip probability q whose certified δ(ε) is at most ``delta``.
+
+    Uses :func:`shuffledp.accounting.flip.flip_delta` (exact certificate for all
+    datasets), which is non-increasing in q.
+
+    Args:
+        epsilon: Target ε > 0.
+        delta: Target δ in (0, 1).
+        n: Number of users.
+        fake_users: k ≥ 0 fake reports per user.
+        rtol: Relative precision of q; the returned q is certified, and at most a
+            factor (1 + rtol) above the smallest certified q.
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    n = check_int(n, "n", minimum=1)
+    k = check_int(fake_users, "fake_users", minimum=0)
+    hi = 0.5 * (1.0 - 1e-9)
+    floor = flip_delta(epsilon, hi, k, n)
+    if floor > delta:
+        raise InvalidParameterError(
+            f"delta={delta:g} is below what the FLIP accountant can certify at "
+            f"epsilon={epsilon:g} (its floor of truncation and rounding allowances is {floor:.2g})"
+        )
+    return smallest_passing(
+        lambda q: flip_delta(epsilon, q, k, n) <= delta, 1e-300, hi, rtol=rtol
+    )

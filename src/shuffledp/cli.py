@@ -1,0 +1,352 @@
+"""The ``shuffledp`` command line.
+
+Every error a user can cause (bad parameter, missing file or column, value
+outside the domain, missing optional dependency) is printed as one line on
+stderr with exit code 2, and no output file is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+from shuffledp import __version__
+from shuffledp._validation import (
+    InvalidParameterError,
+    ShuffleDPError,
+    check_delta,
+    check_epsilon,
+    check_int,
+)
+from shuffledp.analyzers.top_t import top_t, top_t_metrics
+from shuffledp.data.encoding import encode_values, parse_domain
+from shuffledp.data.loaders import read_column
+from shuffledp.data.synthetic import zipf_values
+from shuffledp.protocols.base import ProtocolRun
+from shuffledp.protocols.flip import (
+    CALIBRATION_METHODS,
+    FlipCalibration,
+    FlipProtocol,
+    calibrate_flip,
+    default_fake_users,
+)
+
+__all__ = ["main"]
+
+
+class _UsageError(Exception):
+    """Raised by the argument parser instead of exiting, to keep errors on one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{self.prog}: {message}")
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _checked(check: Callable[..., Any], value: Any, flag: str, **kwargs: Any) -> Any:
+    """Run a validation function so that its message names the command-line flag."""
+    return check(value, flag, **kwargs)
+
+
+def _writable(path: str | None, flag: str) -> Path | None:
+    if path is None:
+        return None
+    out = Path(path)
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise InvalidParameterError(f"{flag}: directory {str(parent)!r} does not exist")
+    if out.is_dir():
+        raise InvalidParameterError(f"{flag}: {str(out)!r} is a directory")
+    return out
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _run_to_dict(run: ProtocolRun, calibration: FlipCalibration) -> dict[str, Any]:
+    privacy = run.privacy.to_dict()
+    privacy["target_delta"] = calibration.target_delta
+    privacy["calibration"] = calibration.method
+    return {
+        "protocol": run.protocol,
+        "shuffledp_version": __version__,
+        "n": run.estimate.n,
+        "domain": list(run.estimate.domain),
+        "path": run.path,
+        "estimate": run.estimate.to_dict(),
+        "privacy": privacy,
+        "parameters": {
+            "q": calibration.q,
+            "k": calibration.fake_users,
+            "calibration": calibration.method,
+            "local_epsilon": calibration.local_epsilon,
+        },
+        "messages": run.messages,
+        "messages_per_user": run.messages_per_user,
+        "expected_messages_per_user": calibration.expected_messages_per_user,
+    }
+
+
+# --------------------------------------------------------------------------- run
+
+
+def _cmd_run_flip(args: argparse.Namespace) -> int:
+    epsilon = _checked(check_epsilon, args.epsilon, "--epsilon")
+    delta = _checked(check_delta, args.delta, "--delta")
+    fake = None if args.fake_users is None else _checked(check_int, args.fake_users, "--fake-users")
+    if args.seed is not None:
+        _checked(check_int, args.seed, "--seed")
+    output = _writable(args.output, "--output")
+    plot = _writable(args.plot, "--plot")
+    if plot is not None:
+        from shuffledp.plotting import require_matplotlib
+
+        require_matplotlib()
+    domain = parse_domain(args.domain) if args.domain is not None else None
+    values = read_column(args.input, args.column)
+    encoded = encode_values(values, domain)
+    n = len(encoded.indices)
+    protocol = FlipProtocol.calibrated(
+        n, len(encoded.domain), epsilon, delta, fake_users=fake, calibration=args.calibration
+    )
+    run = protocol.run(encoded.indices, path=args.path, seed=args.seed, domain=encoded.domain)
+    result = _run_to_dict(run, protocol.calibration)
+    result["input"] = {"file": str(args.input), "column": args.column}
+    text = json.dumps(result, indent=2) + "\n"
+    if plot is not None:
+        from shuffledp.plotting import plot_histogram_estimate
+
+        plot_histogram_estimate(
+            run.estimate,
+            plot,
+            title=f"FLIP estimate of {args.column!r} (n={n}, ε={epsilon:g}, δ={run.privacy.delta:.2g})",
+        )
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        _write_atomically(output, text)
+    return 0
+
+
+# ----------------------------------------------------------------------- account
+
+
+def _fmt(value: float) -> str:
+    if value == 0 or not math.isfinite(value):
+        return str(value)
+    if abs(value) >= 1e4 or abs(value) < 1e-3:
+        return f"{value:.3e}"
+    return f"{value:.4g}"
+
+
+def _cmd_account_flip(args: argparse.Namespace) -> int:
+    n = _checked(check_int, args.n, "--n", minimum=1)
+    d = _checked(check_int, args.domain_size, "--domain-size", minimum=2)
+    epsilon = _checked(check_epsilon, args.epsilon, "--epsilon")
+    delta = _checked(check_delta, args.delta, "--delta")
+    k = (
+        default_fake_users(n, epsilon, delta)
+        if args.fake_users is None
+        else _checked(check_int, args.fake_users, "--fake-users")
+    )
+    exact = calibrate_flip(n, d, epsilon, delta, fake_users=k, method="exact")
+    paper: FlipCalibration | None
+    paper_note = ""
+    try:
+        paper = calibrate_flip(n, d, epsilon, delta, fake_users=k, method="paper")
+    except InvalidParameterError as exc:
+        paper, paper_note = None, str(exc)
+    if args.json:
+        out: dict[str, Any] = {
+            "n": n,
+            "domain_size": d,
+            "epsilon": epsilon,
+            "target_delta": delta,
+            "paper": None if paper is None else paper.to_dict(),
+            "exact": exact.to_dict(),
+        }
+        if paper is None:
+            out["paper_unavailable"] = paper_note
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return 0
+    rows = [
+        ("flip probability q", lambda c: _fmt(c.q)),
+        ("fake users per user k", lambda c: str(c.fake_users)),
+        ("certified delta at epsilon", lambda c: _fmt(c.delta)),
+        ("delta of a concrete pair (lower bound)", lambda c: _fmt(c.delta_lower)),
+        ("expected l-inf error (counts)", lambda c: _fmt(c.linf_error)),
+        ("per-bin standard error (counts)", lambda c: _fmt(c.stderr)),
+        ("expected messages per user", lambda c: _fmt(c.expected_messages_per_user)),
+        ("local epsilon of one report", lambda c: _fmt(c.local_epsilon)),
+    ]
+    print(f"FLIP at n={n}, d={d}, epsilon={epsilon:g}, target delta={delta:g}")
+    print(f"{'':40s}{'paper (Claim III.1)':>22s}{'exact':>14s}")
+    for label, get in rows:
+        left = get(paper) if paper is not None else "n/a"
+        print(f"{label:40s}{left:>22s}{get(exact):>14s}")
+    if paper is None:
+        print(f"paper calibration unavailable: {paper_note}")
+    else:
+        print(
+            f"exact calibration: q {paper.q / exact.q:.2f}x smaller, "
+            f"expected l-inf error {paper.linf_error / exact.linf_error:.2f}x smaller"
+        )
+    return 0
+
+
+# -------------------------------------------------------------------------- demo
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    n = _checked(check_int, args.n, "--n", minimum=2)
+    d = _checked(check_int, args.domain_size, "--domain-size", minimum=2)
+    epsilon = _checked(check_epsilon, args.epsilon, "--epsilon")
+    delta = _checked(check_delta, args.delta, "--delta")
+    if args.seed is not None:
+        _checked(check_int, args.seed, "--seed")
+    out_dir = Path(args.output_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InvalidParameterError(f"--output-dir: {str(out_dir)!r} is not a directory")
+    from shuffledp.plotting import plot_histogram_estimate, require_matplotlib
+
+    require_matplotlib()
+    values = zipf_values(n, d, seed=args.seed)
+    truth = np.bincount(values, minlength=d)
+    domain = [f"v{j:03d}" for j in range(d)]
+    protocol = FlipProtocol.calibrated(n, d, epsilon, delta)
+    run = protocol.run(values, path="message", seed=args.seed, domain=domain)
+    est = run.estimate
+    assert est.stderr is not None
+    cal = protocol.calibration
+    print(f"FLIP demo: n={n} users, d={d} values (Zipf), message-level run with a real shuffle")
+    print(
+        f"privacy: ({epsilon:g}, {run.privacy.delta:.3g})-DP certified "
+        f"[{run.privacy.method}], lower bound delta {cal.delta_lower:.3g}"
+    )
+    print(
+        f"parameters: q={cal.q:.4g}, k={cal.fake_users} fake users per user, "
+        f"{run.messages_per_user:.3f} messages per user"
+    )
+    print()
+    print(f"{'value':>7s}{'true':>9s}{'estimate':>11s}{'± 95%':>9s}{'error':>9s}")
+    for j in top_t(truth, min(10, d))[np.argsort(-truth[top_t(truth, min(10, d))], kind="stable")]:
+        err = est.counts[j] - truth[j]
+        print(f"{domain[j]:>7s}{truth[j]:>9d}{est.counts[j]:>11.1f}{1.96 * est.stderr[j]:>9.1f}{err:>9.1f}")
+    linf = est.linf_error(truth)
+    print()
+    print(f"l-inf error {linf:.1f} users (expected {cal.linf_error:.1f}); per-bin stderr {cal.stderr:.2f}")
+    t = min(10, d)
+    metrics = top_t_metrics(top_t(est.counts, t), truth, t)
+    print(f"top-{t}: precision {metrics.precision:.2f}, recall {metrics.recall:.2f}, alpha {metrics.alpha:g}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plot_path = plot_histogram_estimate(
+        est,
+        out_dir / "flip_demo.png",
+        true_counts=truth,
+        title=f"FLIP demo: n={n}, ε={epsilon:g}, δ={run.privacy.delta:.2g} (bars: estimate, red: truth)",
+    )
+    result = _run_to_dict(run, cal)
+    result["true_counts"] = [int(c) for c in truth]
+    result["linf_error"] = linf
+    _write_atomically(out_dir / "flip_demo.json", json.dumps(result, indent=2) + "\n")
+    print(f"wrote {plot_path} and {out_dir / 'flip_demo.json'}")
+    return 0
+
+
+# ------------------------------------------------------------------------ parser
+
+
+def _build_parser() -> _Parser:
+    parser = _Parser(prog="shuffledp", description="Differential privacy in the shuffle model.")
+    parser.add_argument("--version", action="version", version=f"shuffledp {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run a protocol on a data file")
+    run_protocols = run.add_subparsers(dest="protocol", required=True, metavar="PROTOCOL")
+    flip = run_protocols.add_parser("flip", help="FLIP: bit flipping plus fake users")
+    flip.add_argument("--input", required=True, help="CSV (with header) or Parquet file")
+    flip.add_argument("--column", required=True, help="column holding each user's value")
+    flip.add_argument("--epsilon", required=True, type=_float)
+    flip.add_argument("--delta", required=True, type=_float)
+    flip.add_argument("--fake-users", type=_int, default=None, help="k (default: 100 or more)")
+    flip.add_argument("--calibration", choices=CALIBRATION_METHODS, default="exact")
+    flip.add_argument("--domain", default=None, help="comma-separated values, in bin order")
+    flip.add_argument("--seed", type=_int, default=None, help="reproducible run (seeded shuffle)")
+    flip.add_argument("--path", choices=("message", "count"), default="message")
+    flip.add_argument("--output", default=None, help="write the JSON result here (default: stdout)")
+    flip.add_argument("--plot", default=None, help="write a bar chart with error bars (PNG)")
+    flip.set_defaults(handler=_cmd_run_flip)
+
+    account = commands.add_parser("account", help="privacy accounting and calibration")
+    account_protocols = account.add_subparsers(dest="protocol", required=True, metavar="PROTOCOL")
+    aflip = account_protocols.add_parser("flip", help="FLIP: paper vs exact calibration")
+    aflip.add_argument("--n", required=True, type=_int, help="number of users")
+    aflip.add_argument("--domain-size", required=True, type=_int, help="number of values d")
+    aflip.add_argument("--epsilon", required=True, type=_float)
+    aflip.add_argument("--delta", required=True, type=_float)
+    aflip.add_argument("--fake-users", type=_int, default=None)
+    aflip.add_argument("--json", action="store_true", help="print JSON")
+    aflip.set_defaults(handler=_cmd_account_flip)
+
+    demo = commands.add_parser("demo", help="FLIP end to end on built-in Zipf data")
+    demo.add_argument("--n", type=_int, default=100_000)
+    demo.add_argument("--domain-size", type=_int, default=100)
+    demo.add_argument("--epsilon", type=_float, default=1.0)
+    demo.add_argument("--delta", type=_float, default=1e-6)
+    demo.add_argument("--seed", type=_int, default=None)
+    demo.add_argument("--output-dir", default="demo-output")
+    demo.set_defaults(handler=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code (0 success, 2 bad input)."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        return handler(args)
+    except _UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (ShuffleDPError, FileNotFoundError) as exc:
+        print(f"shuffledp: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"shuffledp: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,278 @@
+"""FLIP: histograms from bitwise randomized response plus fake users.
+
+Cheu & Zhilyaev, "Differentially private histograms in the shuffle model from
+fake users", IEEE S&P 2022: randomizer Alg. 1–2, analyzer Alg. 3, calibration
+Claim III.1 / Thm III.3. Two calibrations of the flip probability q:
+
+* ``"exact"``: the smallest q whose exact certified δ(ε)
+  (:func:`shuffledp.accounting.flip.flip_delta`) meets the target;
+* ``"paper"``: q from the paper's quadratic (:func:`shuffledp.accounting.flip_paper.paper_flip_q`).
+
+Both report the certified δ of the chosen q, never an uncertified figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from shuffledp._rng import SeedLike
+from shuffledp._validation import (
+    InvalidParameterError,
+    check_delta,
+    check_epsilon,
+    check_int,
+)
+from shuffledp.accounting.calibration import calibrate_flip_q
+from shuffledp.accounting.flip import flip_delta, flip_delta_lower_bound, flip_local_epsilon
+from shuffledp.accounting.flip_paper import (
+    PAPER_MAX_DELTA,
+    paper_error_bound,
+    paper_flip_q,
+    paper_min_fake_users,
+)
+from shuffledp.analyzers.error import expected_max_abs_normal
+from shuffledp.analyzers.estimate import HistogramEstimate
+from shuffledp.analyzers.flip_debias import FlipAnalyzer, flip_count_stderr
+from shuffledp.messages import MessageBatch, ShuffledBatch
+from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
+from shuffledp.protocols.base import IntArray, ShuffleProtocol
+from shuffledp.randomizers.bitflip import FlipRandomizer
+
+__all__ = [
+    "CALIBRATION_METHODS",
+    "FLIP_PRIVACY_METHOD",
+    "FlipCalibration",
+    "FlipProtocol",
+    "calibrate_flip",
+    "default_fake_users",
+]
+
+CalibrationMethod = Literal["exact", "paper"]
+CALIBRATION_METHODS: tuple[str, ...] = ("exact", "paper")
+
+#: Name of the accountant behind every FLIP privacy report.
+FLIP_PRIVACY_METHOD = "flip-exact-fake-blanket"
+
+#: Fake users per real user unless the caller chooses: with q ∝ 1/k the expected
+#: number of messages barely depends on k, while the error factor (k + 1)/k and
+#: the gap between the certificate (nk background reports) and the best dataset
+#: (n(k + 1) − 1) shrink as k grows.
+DEFAULT_FAKE_USERS = 100
+
+
+def default_fake_users(n: int, epsilon: float, delta: float) -> int:
+    """Return the default k: 100, or more when the paper's calibration needs it.
+
+    The paper's quadratic has a root q < 1/2 only for k above
+    :func:`paper_min_fake_users`; 16 times that keeps q(1 − q) ≤ 1/64, so the
+    two calibrations can be compared at the same k.
+    """
+    if delta >= PAPER_MAX_DELTA:
+        return DEFAULT_FAKE_USERS
+    return max(DEFAULT_FAKE_USERS, 16 * paper_min_fake_users(epsilon, delta, n))
+
+
+@dataclass(frozen=True)
+class FlipCalibration:
+    """FLIP parameters for a target (ε, δ) and what they buy.
+
+    Attributes:
+        method: ``"exact"`` or ``"paper"``.
+        n: Number of users.
+        domain_size: d.
+        epsilon: Target ε.
+        target_delta: Target δ.
+        q: Flip probability.
+        fake_users: k.
+        delta: Certified δ at ``epsilon`` for this q (≤ ``target_delta``).
+        delta_lower: Exact δ of a concrete neighbouring pair (how tight ``delta`` is).
+        stderr: Standard error of every estimated count.
+        linf_error: Expected ℓ∞ error of the counts (Gaussian approximation).
+        expected_messages_per_user: E[messages sent per user].
+        local_epsilon: ε of one user's unshuffled report, 2·ln((1 − q)/q).
+    """
+
+    method: str
+    n: int
+    domain_size: int
+    epsilon: float
+    target_delta: float
+    q: float
+    fake_users: int
+    delta: float
+    delta_lower: float
+    stderr: float
+    linf_error: float
+    expected_messages_per_user: float
+    local_epsilon: float
+
+    def privacy_report(self) -> PrivacyReport:
+        """Return the certified guarantee of one execution."""
+        return PrivacyReport(
+            guarantee=ApproxDP(self.epsilon, self.delta),
+            method=FLIP_PRIVACY_METHOD,
+            bound=BoundKind.UPPER,
+            n=self.n,
+            lower_bound_delta=self.delta_lower,
+            parameters={"q": self.q, "k": self.fake_users, "calibration": self.method},
+            notes=(
+                "exact hockey-stick divergence of the two bin counts a moving user "
+                "touches, with only the n*k fake reports as background (valid for "
+                "every dataset); lower_bound_delta is the exact delta of a dataset "
+                "whose other users hold a third value"
+            ),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dictionary."""
+        return {
+            "method": self.method,
+            "q": self.q,
+            "k": self.fake_users,
+            "epsilon": self.epsilon,
+            "target_delta": self.target_delta,
+            "delta": self.delta,
+            "delta_lower": self.delta_lower,
+            "linf_error": self.linf_error,
+            "stderr": self.stderr,
+            "expected_messages_per_user": self.expected_messages_per_user,
+            "local_epsilon": self.local_epsilon,
+            "paper_error_bound_90": paper_error_bound(self.q, self.fake_users, self.n),
+        }
+
+
+def calibrate_flip(
+    n: int,
+    domain_size: int,
+    epsilon: float,
+    delta: float,
+    *,
+    fake_users: int | None = None,
+    method: CalibrationMethod = "exact",
+) -> FlipCalibration:
+    """Choose FLIP's flip probability q for a target (ε, δ).
+
+    Args:
+        n: Number of users.
+        domain_size: d ≥ 2.
+        epsilon: Target ε > 0.
+        delta: Target δ in (0, 1) (below 1/32 for the paper's method).
+        fake_users: k; :func:`default_fake_users` when ``None``.
+        method: ``"exact"`` (smallest q the exact accountant certifies) or
+            ``"paper"`` (Claim III.1's quadratic).
+
+    Raises:
+        InvalidParameterError: On a bad parameter, or if the paper's q were not
+            certified by the exact accountant (never observed; guarded anyway).
+    """
+    n = check_int(n, "n", minimum=1)
+    d = check_int(domain_size, "domain_size", minimum=2)
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    if method not in CALIBRATION_METHODS:
+        raise InvalidParameterError(f"calibration must be 'exact' or 'paper', got {method!r}")
+    k = (
+        default_fake_users(n, epsilon, delta)
+        if fake_users is None
+        else check_int(fake_users, "fake_users", minimum=0)
+    )
+    if method == "paper":
+        q = paper_flip_q(epsilon, delta, n, k)
+    else:
+        q = calibrate_flip_q(epsilon, delta, n, k)
+    certified = flip_delta(epsilon, q, k, n)
+    if certified > delta:
+        raise InvalidParameterError(
+            f"the {method} calibration gives q={q:.6g}, whose certified delta "
+            f"{certified:.3g} exceeds the target {delta:g}"
+        )
+    se = flip_count_stderr(n, q, k)
+    return FlipCalibration(
+        method=method,
+        n=n,
+        domain_size=d,
+        epsilon=epsilon,
+        target_delta=delta,
+        q=q,
+        fake_users=k,
+        delta=certified,
+        delta_lower=flip_delta_lower_bound(epsilon, q, k, n, d),
+        stderr=se,
+        linf_error=expected_max_abs_normal(se, d),
+        expected_messages_per_user=FlipRandomizer(d, q, k).expected_messages_per_user,
+        local_epsilon=flip_local_epsilon(q),
+    )
+
+
+class FlipProtocol(ShuffleProtocol):
+    """P_FLIP = (R_FLIP, A_FLIP) with its exact privacy report.
+
+    Args:
+        calibration: Parameters from :func:`calibrate_flip`.
+    """
+
+    name: ClassVar[str] = "flip"
+
+    def __init__(self, calibration: FlipCalibration) -> None:
+        self.calibration = calibration
+        self.n = calibration.n
+        self.domain_size = calibration.domain_size
+        self.randomizer = FlipRandomizer(calibration.domain_size, calibration.q, calibration.fake_users)
+        self.analyzer = FlipAnalyzer(
+            calibration.n, calibration.domain_size, calibration.q, calibration.fake_users
+        )
+
+    @classmethod
+    def calibrated(
+        cls,
+        n: int,
+        domain_size: int,
+        epsilon: float,
+        delta: float,
+        *,
+        fake_users: int | None = None,
+        calibration: CalibrationMethod = "exact",
+    ) -> FlipProtocol:
+        """Return a protocol calibrated by :func:`calibrate_flip`."""
+        return cls(
+            calibrate_flip(
+                n, domain_size, epsilon, delta, fake_users=fake_users, method=calibration
+            )
+        )
+
+    def randomize(self, values: IntArray, seed: SeedLike = None) -> MessageBatch:
+        """Alg. 1 for every user (sparse sampling)."""
+        return self.randomizer.randomize(values, seed)
+
+    def statistic_from_messages(self, shuffled: ShuffledBatch) -> IntArray:
+        """Messages per bin."""
+        return self.analyzer.count_messages(shuffled.payload)
+
+    def sample_statistic(self, histogram: IntArray, seed: SeedLike = None) -> IntArray:
+        """Messages per bin drawn from their exact binomial law."""
+        return self.randomizer.sample_counts(histogram, seed)
+
+    def estimate(self, statistic: IntArray, domain: Sequence[str] | None = None) -> HistogramEstimate:
+        """Alg. 3 (in counts)."""
+        return self.analyzer.estimate(statistic, domain)
+
+    def privacy_report(self) -> PrivacyReport:
+        """The certified (ε, δ) of the calibration."""
+        return self.calibration.privacy_report()
+
+    def messages_in(self, statistic: IntArray) -> int:
+        """Every message sets exactly one bin, so the counts sum to the messages."""
+        return int(np.sum(statistic))
+
+    def parameters(self) -> dict[str, Any]:
+        """q, k and the calibration method."""
+        return {
+            "q": self.calibration.q,
+            "k": self.calibration.fake_users,
+            "calibration": self.calibration.method,
+            "local_epsilon": self.calibration.local_epsilon,
+        }

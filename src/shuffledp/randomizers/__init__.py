@@ -1,0 +1,5 @@
+"""Client-side randomizers, one module per family."""
+
+from shuffledp.randomizers.bitflip import FlipRandomizer, bernoulli_positions
+
+__all__ = ["FlipRandomizer", "bernoulli_positions"]
