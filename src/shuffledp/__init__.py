@@ -1,2 +1,79 @@
-"""shuffledp: differential privacy in the shuffle model."""
+"""shuffledp: differential privacy in the shuffle model.
+
+Users randomize their own data, a shuffler strips identities and order, and an
+analyzer estimates histograms with a stated (ε, δ) guarantee and error bars.
+The public API is re-exported here.
+"""
+
+from shuffledp._optional import MissingExtraError
+from shuffledp._rng import make_rng
+from shuffledp._validation import DataError, InvalidParameterError, ShuffleDPError
+from shuffledp.accounting.calibration import calibrate_flip_q
+from shuffledp.accounting.flip import (
+    flip_delta,
+    flip_delta_for_pair,
+    flip_delta_lower_bound,
+    flip_epsilon,
+    flip_local_epsilon,
+)
+from shuffledp.accounting.flip_paper import paper_error_bound, paper_flip_q, paper_min_fake_users
+from shuffledp.analyzers import (
+    FlipAnalyzer,
+    HistogramEstimate,
+    TopTMetrics,
+    expected_max_abs_normal,
+    top_t,
+    top_t_metrics,
+)
+from shuffledp.messages import MessageBatch, ShuffledBatch
+from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
+from shuffledp.protocols import (
+    FlipCalibration,
+    FlipProtocol,
+    ProtocolRun,
+    ShuffleProtocol,
+    calibrate_flip,
+    default_fake_users,
+)
+from shuffledp.randomizers import FlipRandomizer
+from shuffledp.shuffler import UniformShuffler, secure_permutation
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "ApproxDP",
+    "BoundKind",
+    "DataError",
+    "FlipAnalyzer",
+    "FlipCalibration",
+    "FlipProtocol",
+    "FlipRandomizer",
+    "HistogramEstimate",
+    "InvalidParameterError",
+    "MessageBatch",
+    "MissingExtraError",
+    "PrivacyReport",
+    "ProtocolRun",
+    "ShuffleDPError",
+    "ShuffleProtocol",
+    "ShuffledBatch",
+    "TopTMetrics",
+    "UniformShuffler",
+    "__version__",
+    "calibrate_flip",
+    "calibrate_flip_q",
+    "default_fake_users",
+    "expected_max_abs_normal",
+    "flip_delta",
+    "flip_delta_for_pair",
+    "flip_delta_lower_bound",
+    "flip_epsilon",
+    "flip_local_epsilon",
+    "make_rng",
+    "paper_error_bound",
+    "paper_flip_q",
+    "paper_min_fake_users",
+    "secure_permutation",
+    "top_t",
+    "top_t_metrics",
+]

@@ -84,7 +84,9 @@ def _writable(path: str | None, flag: str) -> Path | None:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.", dir=path.parent if str(path.parent) else "."
+    )
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -150,7 +152,10 @@ def _cmd_run_flip(args: argparse.Namespace) -> int:
         plot_histogram_estimate(
             run.estimate,
             plot,
-            title=f"FLIP estimate of {args.column!r} (n={n}, ε={epsilon:g}, δ={run.privacy.delta:.2g})",
+            title=(
+                f"FLIP estimate of {args.column!r} "
+                f"(n={n}, ε={epsilon:g}, δ={run.privacy.delta:.2g})"
+            ),
         )
     if output is None:
         sys.stdout.write(text)
@@ -200,7 +205,7 @@ def _cmd_account_flip(args: argparse.Namespace) -> int:
             out["paper_unavailable"] = paper_note
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
-    rows = [
+    rows: list[tuple[str, Callable[[FlipCalibration], str]]] = [
         ("flip probability q", lambda c: _fmt(c.q)),
         ("fake users per user k", lambda c: str(c.fake_users)),
         ("certified delta at epsilon", lambda c: _fmt(c.delta)),
@@ -238,7 +243,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     out_dir = Path(args.output_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise InvalidParameterError(f"--output-dir: {str(out_dir)!r} is not a directory")
-    from shuffledp.plotting import plot_histogram_estimate, require_matplotlib
+    from shuffledp.plotting import Z95, plot_histogram_estimate, require_matplotlib
 
     require_matplotlib()
     values = zipf_values(n, d, seed=args.seed)
@@ -260,21 +265,32 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     )
     print()
     print(f"{'value':>7s}{'true':>9s}{'estimate':>11s}{'± 95%':>9s}{'error':>9s}")
-    for j in top_t(truth, min(10, d))[np.argsort(-truth[top_t(truth, min(10, d))], kind="stable")]:
+    shown = top_t(truth, min(10, d))
+    for j in shown[np.argsort(-truth[shown], kind="stable")]:
         err = est.counts[j] - truth[j]
-        print(f"{domain[j]:>7s}{truth[j]:>9d}{est.counts[j]:>11.1f}{1.96 * est.stderr[j]:>9.1f}{err:>9.1f}")
+        half = Z95 * est.stderr[j]
+        print(f"{domain[j]:>7s}{truth[j]:>9d}{est.counts[j]:>11.1f}{half:>9.1f}{err:>9.1f}")
     linf = est.linf_error(truth)
     print()
-    print(f"l-inf error {linf:.1f} users (expected {cal.linf_error:.1f}); per-bin stderr {cal.stderr:.2f}")
+    print(
+        f"l-inf error {linf:.1f} users (expected {cal.linf_error:.1f}); "
+        f"per-bin stderr {cal.stderr:.2f}"
+    )
     t = min(10, d)
     metrics = top_t_metrics(top_t(est.counts, t), truth, t)
-    print(f"top-{t}: precision {metrics.precision:.2f}, recall {metrics.recall:.2f}, alpha {metrics.alpha:g}")
+    print(
+        f"top-{t}: precision {metrics.precision:.2f}, recall {metrics.recall:.2f}, "
+        f"alpha {metrics.alpha:g}"
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     plot_path = plot_histogram_estimate(
         est,
         out_dir / "flip_demo.png",
         true_counts=truth,
-        title=f"FLIP demo: n={n}, ε={epsilon:g}, δ={run.privacy.delta:.2g} (bars: estimate, red: truth)",
+        title=(
+            f"FLIP demo: n={n}, ε={epsilon:g}, δ={run.privacy.delta:.2g} "
+            "(bars: estimate, red: truth)"
+        ),
     )
     result = _run_to_dict(run, cal)
     result["true_counts"] = [int(c) for c in truth]
@@ -344,7 +360,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"shuffledp: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"shuffledp: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        print(
+            f"shuffledp: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
+            file=sys.stderr,
+        )
         return 2
 
 

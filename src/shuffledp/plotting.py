@@ -58,8 +58,14 @@ def plot_histogram_estimate(
     ax.bar(x, estimate.counts, color="#4c72b0", label="estimate")
     if yerr is not None:
         ax.errorbar(
-            x, estimate.counts, yerr=yerr, fmt="none", ecolor="#222222", elinewidth=0.8,
-            capsize=1.5, label="95% interval",
+            x,
+            estimate.counts,
+            yerr=yerr,
+            fmt="none",
+            ecolor="#222222",
+            elinewidth=0.8,
+            capsize=1.5,
+            label="95% interval",
         )
     if true_counts is not None:
         truth = np.asarray(true_counts, dtype=np.float64)
@@ -70,7 +76,9 @@ def plot_histogram_estimate(
             resid.fill_between(
                 x, -yerr, yerr, step="mid", color="#4c72b0", alpha=0.2, label="±95% of the error"
             )
-        resid.plot(x, estimate.counts - truth, "o", color="#4c72b0", markersize=3, label="estimate − truth")
+        resid.plot(
+            x, estimate.counts - truth, "o", color="#4c72b0", markersize=3, label="estimate − truth"
+        )
         resid.set_ylabel("error (users)")
         resid.legend(loc="upper right", fontsize=8)
     ax.axhline(0.0, color="#888888", linewidth=0.6)

@@ -2,7 +2,14 @@ import numpy as np
 import pytest
 
 from shuffledp._validation import DataError, InvalidParameterError
-from shuffledp.data import encode_values, parse_domain, read_column, sorted_domain, zipf_histogram, zipf_values
+from shuffledp.data import (
+    encode_values,
+    parse_domain,
+    read_column,
+    sorted_domain,
+    zipf_histogram,
+    zipf_values,
+)
 
 
 def test_sorted_domain_numeric_and_text():

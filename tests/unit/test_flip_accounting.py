@@ -118,7 +118,10 @@ def test_symmetric_case_against_mpmath():
     b = [mpmath.binomial(M, x) * q**x * (1 - q) ** (M - x) for x in range(M + 1)]
 
     def shifted(one):
-        return [(one * (b[x - 1] if x > 0 else 0)) + (1 - one) * (b[x] if x <= M else 0) for x in range(M + 2)]
+        return [
+            (one * (b[x - 1] if x > 0 else 0)) + (1 - one) * (b[x] if x <= M else 0)
+            for x in range(M + 2)
+        ]
 
     f, g = shifted(1 - q), shifted(q)
     e = mpmath.exp(eps)
@@ -138,14 +141,25 @@ def test_symmetric_case_against_mpmath():
 @pytest.mark.parametrize(
     ("m", "p"),
     [
-        (3, 0.1), (20, 0.3), (200, 0.49), (5000, 0.3), (10**5, 0.4999), (10**6, 3e-4),
-        (10**7, 0.01), (10**8, 0.2), (10**9, 2e-7), (10**10, 5e-8), (10**12, 1e-9),
+        (3, 0.1),
+        (20, 0.3),
+        (200, 0.49),
+        (5000, 0.3),
+        (10**5, 0.4999),
+        (10**6, 3e-4),
+        (10**7, 0.01),
+        (10**8, 0.2),
+        (10**9, 2e-7),
+        (10**10, 5e-8),
+        (10**12, 1e-9),
     ],
 )
 def test_binomial_window_pmf_accuracy_and_dropped_mass(m, p):
     mpmath.mp.dps = 50
     w = binomial_window(m, p)
-    xs = np.unique(np.r_[np.linspace(w.lo, w.hi, 25).astype(int), np.arange(w.lo, min(w.hi, w.lo + 10) + 1)])
+    xs = np.unique(
+        np.r_[np.linspace(w.lo, w.hi, 25).astype(int), np.arange(w.lo, min(w.hi, w.lo + 10) + 1)]
+    )
     mp_p = mpmath.mpf(p)  # the float p exactly
     for x in xs:
         exact = mpmath.binomial(m, int(x)) * mp_p ** int(x) * (1 - mp_p) ** (m - int(x))
@@ -163,12 +177,12 @@ def test_monotone_in_q_epsilon_and_n():
     # Compare above the ~1e-11 floor of truncation and rounding allowances.
     above = [x for x in deltas if x > 1e-10]
     assert len(above) >= 5
-    assert all(x > y for x, y in zip(above, above[1:], strict=False))
+    assert all(x > y for x, y in itertools.pairwise(above))
     eps_grid = [0.1, 0.3, 1.0, 2.0]
     deltas = [flip_delta(e, 0.002, k, n) for e in eps_grid]
-    assert all(x >= y for x, y in zip(deltas, deltas[1:], strict=False))
+    assert all(x >= y for x, y in itertools.pairwise(deltas))
     deltas = [flip_delta(1.0, 0.002, k, m) for m in (100, 300, 1000, 3000)]
-    assert all(x >= y for x, y in zip(deltas, deltas[1:], strict=False))
+    assert all(x >= y for x, y in itertools.pairwise(deltas))
 
 
 def test_no_fake_users_gives_local_privacy_only():
@@ -181,7 +195,12 @@ def test_no_fake_users_gives_local_privacy_only():
 
 @pytest.mark.parametrize(
     ("n", "eps", "delta", "k"),
-    [(10**4, 1.0, 1e-6, 100), (10**5, 0.5, 1e-8, 100), (10**6, 2.0, 1e-6, 20), (2000, 0.2, 1e-5, 5000)],
+    [
+        (10**4, 1.0, 1e-6, 100),
+        (10**5, 0.5, 1e-8, 100),
+        (10**6, 2.0, 1e-6, 20),
+        (2000, 0.2, 1e-5, 5000),
+    ],
 )
 def test_calibration_is_certified_and_minimal(n, eps, delta, k):
     q = calibrate_flip_q(eps, delta, n, k)
@@ -191,6 +210,13 @@ def test_calibration_is_certified_and_minimal(n, eps, delta, k):
     q_paper = paper_flip_q(eps, delta, n, k)
     assert flip_delta(eps, q_paper, k, n) <= delta
     assert q_paper > 5 * q
+
+
+def test_calibration_at_large_n_and_below_the_floor():
+    q = calibrate_flip_q(2.0, 1e-9, 10**7, 100)
+    assert flip_delta(2.0, q, 100, 10**7) <= 1e-9
+    with pytest.raises(InvalidParameterError, match="below what the FLIP accountant can certify"):
+        calibrate_flip_q(1.0, 1e-13, 100, 10)
 
 
 def test_flip_epsilon_inverts_delta():

@@ -15,7 +15,10 @@ def _rhs(eps, delta, n, k):
     return 33 / (5 * n * k) * c**2 * math.log(4 / delta)
 
 
-@pytest.mark.parametrize(("eps", "delta", "n", "k"), [(1.0, 1e-6, 10**5, 10), (0.1, 1e-9, 10**6, 500), (3.0, 0.01, 200, 40)])
+@pytest.mark.parametrize(
+    ("eps", "delta", "n", "k"),
+    [(1.0, 1e-6, 10**5, 10), (0.1, 1e-9, 10**6, 500), (3.0, 0.01, 200, 40)],
+)
 def test_q_solves_the_quadratic(eps, delta, n, k):
     q = paper_flip_q(eps, delta, n, k)
     assert 0 < q < 0.5

@@ -61,7 +61,9 @@ def test_expected_messages_per_user():
     assert m == pytest.approx(r.expected_messages_per_user, abs=0.03)
 
 
-@pytest.mark.parametrize("bad", [np.array([], dtype=np.int64), np.array([0, 5]), np.array([-1]), np.array([0.5])])
+@pytest.mark.parametrize(
+    "bad", [np.array([], dtype=np.int64), np.array([0, 5]), np.array([-1]), np.array([0.5])]
+)
 def test_bad_values(bad):
     with pytest.raises(DataError):
         FlipRandomizer(5, 0.1, 1).randomize(bad, seed=0)

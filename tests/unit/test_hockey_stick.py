@@ -21,7 +21,9 @@ def test_product_matches_two_dimensional_sum():
             p1[0], q2[-1] = 0.0, 0.0
             p1, q2 = p1 / p1.sum(), q2 / q2.sum()
         for eps in (0.0, 0.3, 2.0):
-            assert abs(hockey_stick_product(p1, q1, p2, q2, eps) - _brute(p1, q1, p2, q2, eps)) < 1e-13
+            assert (
+                abs(hockey_stick_product(p1, q1, p2, q2, eps) - _brute(p1, q1, p2, q2, eps)) < 1e-13
+            )
 
 
 def test_one_dimensional():

@@ -25,11 +25,13 @@ def test_delta_rejects(bad):
 
 
 def test_messages_name_parameter_and_value():
-    with pytest.raises(InvalidParameterError, match=r"^--epsilon must be a finite number > 0, got -2$"):
+    with pytest.raises(
+        InvalidParameterError, match=r"^--epsilon must be a finite number > 0, got -2$"
+    ):
         check_epsilon(-2, "--epsilon")
     with pytest.raises(InvalidParameterError, match="fake_users must be an integer >= 0, got -1"):
         check_int(-1, "fake_users")
-    with pytest.raises(InvalidParameterError, match="n must be an integer, got 5.0"):
+    with pytest.raises(InvalidParameterError, match=r"n must be an integer, got 5\.0"):
         check_int(5.0, "n", minimum=1)
     with pytest.raises(InvalidParameterError, match=r"q must be in the open interval \(0, 0.5\)"):
         check_flip_probability(0.5)
@@ -47,7 +49,9 @@ def test_rng_policy():
     b = make_rng(7).integers(0, 1 << 30, 5)
     np.testing.assert_array_equal(a, b)
     # Without a seed two generators draw from fresh OS entropy (2^-150 chance of equality).
-    assert not np.array_equal(make_rng(None).integers(0, 1 << 30, 5), make_rng(None).integers(0, 1 << 30, 5))
+    assert not np.array_equal(
+        make_rng(None).integers(0, 1 << 30, 5), make_rng(None).integers(0, 1 << 30, 5)
+    )
     gen = np.random.default_rng(1)
     assert make_rng(gen) is gen
     with pytest.raises(InvalidParameterError):

@@ -75,13 +75,23 @@ def calibrate_flip_q(
     delta = check_delta(delta)
     n = check_int(n, "n", minimum=1)
     k = check_int(fake_users, "fake_users", minimum=0)
-    hi = 0.5 * (1.0 - 1e-9)
-    floor = flip_delta(epsilon, hi, k, n)
-    if floor > delta:
-        raise InvalidParameterError(
-            f"delta={delta:g} is below what the FLIP accountant can certify at "
-            f"epsilon={epsilon:g} (its floor of truncation and rounding allowances is {floor:.2g})"
-        )
-    return smallest_passing(
-        lambda q: flip_delta(epsilon, q, k, n) <= delta, 1e-300, hi, rtol=rtol
-    )
+    cap = 0.5 * (1.0 - 1e-9)
+
+    def passes(q: float) -> bool:
+        return flip_delta(epsilon, q, k, n) <= delta
+
+    # Walk up from about one flipped bit per bin (never private) in doublings to
+    # the first certified q. The certificate's small rounding allowance grows
+    # with q, so the search stays near the threshold instead of starting at 1/2.
+    lo, hi = 0.0, min(cap, 1.0 / (n * (k + 1)))
+    while not passes(hi):
+        if hi >= cap:
+            raise InvalidParameterError(
+                f"delta={delta:g} is below what the FLIP accountant can certify at "
+                f"epsilon={epsilon:g} for n={n}, k={k} (its truncation and rounding "
+                f"allowances are about {flip_delta(epsilon, cap, k, n):.2g} near q = 1/2)"
+            )
+        lo, hi = hi, min(cap, 2.0 * hi)
+    if lo == 0.0:
+        lo = hi * 1e-12
+    return smallest_passing(passes, lo, hi, rtol=rtol)

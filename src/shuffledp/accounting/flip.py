@@ -76,7 +76,9 @@ __all__ = [
 ]
 
 
-def _check_common(epsilon: float, q: float, fake_users: int, n: int) -> tuple[float, float, int, int]:
+def _check_common(
+    epsilon: float, q: float, fake_users: int, n: int
+) -> tuple[float, float, int, int]:
     return (
         check_epsilon(epsilon),
         check_flip_probability(q),
@@ -111,9 +113,7 @@ def _pair_delta(
     if both:
         value = max(value, hockey_stick_product(qa.pmf, pa.pmf, qb.pmf, pb.pmf, epsilon))
     dropped = background_a.dropped + background_b.dropped
-    allowance = rounding_allowance(
-        max(pa.rel_error, pb.rel_error), len(pa.pmf) + len(pb.pmf)
-    )
+    allowance = rounding_allowance(max(pa.rel_error, pb.rel_error), len(pa.pmf) + len(pb.pmf))
     if rounding == "up":
         return min(1.0, value + dropped + allowance)
     return max(0.0, value - math.exp(epsilon) * dropped - allowance)
@@ -236,9 +236,7 @@ def flip_local_epsilon(q: float) -> float:
     return 2.0 * (math.log1p(-q) - math.log(q))
 
 
-def flip_epsilon(
-    delta: float, q: float, fake_users: int, n: int, *, rtol: float = 1e-6
-) -> float:
+def flip_epsilon(delta: float, q: float, fake_users: int, n: int, *, rtol: float = 1e-6) -> float:
     """Return the smallest ε (to relative tolerance, rounded up) with flip_delta(ε) ≤ δ.
 
     Args:

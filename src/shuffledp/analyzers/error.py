@@ -27,4 +27,4 @@ def expected_max_abs_normal(sigma: float, d: int) -> float:
         return float(-math.expm1(d * math.log(max(special.erf(t / math.sqrt(2.0)), 1e-300))))
 
     value, _ = integrate.quad(survival, 0.0, math.inf, limit=200)
-    return sigma * value
+    return float(sigma * value)

@@ -13,7 +13,7 @@ __all__ = ["TopTMetrics", "top_t", "top_t_metrics"]
 
 
 def top_t(scores: NDArray[np.floating] | NDArray[np.integer], t: int) -> NDArray[np.int64]:
-    """Return top_t(h): the indices of the t largest entries, ties broken by lower index.
+    """Return the indices of the t largest entries (the paper's top_t), ties to the lower index.
 
     The rank of the paper (Sec. II-D) is the position after a descending sort;
     a stable sort on −h makes it deterministic.

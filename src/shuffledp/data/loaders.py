@@ -32,7 +32,9 @@ def _read_csv(path: Path, column: str) -> list[str]:
                     blank_line = blank_line or line
                     continue
                 if blank_line:
-                    raise DataError(f"{path} line {blank_line} is blank (only trailing blank lines are allowed)")
+                    raise DataError(
+                        f"{path} line {blank_line} is blank (only trailing blank lines are allowed)"
+                    )
                 if len(row) != len(header):
                     raise DataError(
                         f"{path} line {line} has {len(row)} fields, the header has {len(header)}"

@@ -26,7 +26,8 @@ def zipf_histogram(n: int, domain_size: int, exponent: float = 1.1) -> NDArray[n
     counts = np.floor(shares).astype(np.int64)
     remainder = n - int(counts.sum())
     counts[np.argsort(-(shares - counts), kind="stable")[:remainder]] += 1
-    return counts
+    result: NDArray[np.int64] = counts
+    return result
 
 
 def zipf_values(

@@ -82,7 +82,9 @@ class ShuffleProtocol(ABC):
         """Draw the sufficient statistic directly from the true histogram."""
 
     @abstractmethod
-    def estimate(self, statistic: IntArray, domain: Sequence[str] | None = None) -> HistogramEstimate:
+    def estimate(
+        self, statistic: IntArray, domain: Sequence[str] | None = None
+    ) -> HistogramEstimate:
         """Turn the sufficient statistic into a histogram estimate."""
 
     @abstractmethod

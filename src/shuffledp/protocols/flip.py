@@ -221,7 +221,9 @@ class FlipProtocol(ShuffleProtocol):
         self.calibration = calibration
         self.n = calibration.n
         self.domain_size = calibration.domain_size
-        self.randomizer = FlipRandomizer(calibration.domain_size, calibration.q, calibration.fake_users)
+        self.randomizer = FlipRandomizer(
+            calibration.domain_size, calibration.q, calibration.fake_users
+        )
         self.analyzer = FlipAnalyzer(
             calibration.n, calibration.domain_size, calibration.q, calibration.fake_users
         )
@@ -256,7 +258,9 @@ class FlipProtocol(ShuffleProtocol):
         """Messages per bin drawn from their exact binomial law."""
         return self.randomizer.sample_counts(histogram, seed)
 
-    def estimate(self, statistic: IntArray, domain: Sequence[str] | None = None) -> HistogramEstimate:
+    def estimate(
+        self, statistic: IntArray, domain: Sequence[str] | None = None
+    ) -> HistogramEstimate:
         """Alg. 3 (in counts)."""
         return self.analyzer.estimate(statistic, domain)
 

@@ -159,9 +159,7 @@ class FlipRandomizer:
         batch = self.randomize(np.array([value], dtype=np.int64), seed)
         return np.sort(batch.payload)
 
-    def sample_counts(
-        self, histogram: NDArray[np.integer], seed: SeedLike = None
-    ) -> IntArray:
+    def sample_counts(self, histogram: NDArray[np.integer], seed: SeedLike = None) -> IntArray:
         """Draw the per-bin message counts directly (the count-level path).
 
         C_j = Bin(h_j, 1 − q) + Bin(N − h_j, q) independently over bins, with
