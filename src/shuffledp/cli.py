@@ -27,6 +27,9 @@ from shuffledp._validation import (
     check_epsilon,
     check_int,
 )
+from shuffledp.accounting import api as accounting_api
+from shuffledp.accounting import methods as accounting_methods
+from shuffledp.accounting.api import AccountingResult
 from shuffledp.analyzers.top_t import top_t, top_t_metrics
 from shuffledp.data.encoding import encode_values, parse_domain
 from shuffledp.data.loaders import read_column
@@ -230,6 +233,137 @@ def _cmd_account_flip(args: argparse.Namespace) -> int:
     return 0
 
 
+_MECHANISM_OPTIONS = (
+    ("epsilon0", "epsilon0"),
+    ("k", "k"),
+    ("q", "q"),
+    ("fake_users", "fake_users"),
+    ("domain_size", "domain_size"),
+    ("report_probability", "report_probability"),
+    ("blanket_messages", "blanket_messages"),
+    ("blanket_probability", "blanket_probability"),
+    ("items", "items"),
+    ("n_x0", "n_x0"),
+)
+
+
+def _mechanism_params(args: argparse.Namespace) -> dict[str, Any]:
+    params = {
+        key: getattr(args, attr)
+        for key, attr in _MECHANISM_OPTIONS
+        if getattr(args, attr, None) is not None
+    }
+    if args.mechanism in ("generic", "krr") and "epsilon0" not in params:
+        raise InvalidParameterError(f"--epsilon0 is required for the {args.mechanism} mechanism")
+    if args.mechanism == "krr" and "k" not in params:
+        raise InvalidParameterError("--k (the domain size of k-RR) is required for --mechanism krr")
+    return params
+
+
+def _print_rows(rows: list[AccountingResult], as_json: bool, header: str) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
+        return
+    print(header)
+    print(f"{'method':22s}{'bound':>14s}{'epsilon':>12s}{'delta':>12s}  note")
+    for r in rows:
+        eps = "-" if r.epsilon is None else _fmt(r.epsilon)
+        dlt = "-" if r.delta is None else _fmt(r.delta)
+        kind = r.bound.value if r.certified else f"{r.bound.value}*"
+        print(f"{r.method:22s}{kind:>14s}{eps:>12s}{dlt:>12s}  {r.note}")
+    if any(not r.certified for r in rows):
+        print("* not certified at these parameters (see the note); never used to calibrate")
+
+
+def _account_rows(
+    args: argparse.Namespace, *, epsilon: float | None, delta: float | None
+) -> list[AccountingResult]:
+    n = _checked(check_int, args.n, "--n", minimum=1)
+    params = _mechanism_params(args)
+    if args.method == "all":
+        return accounting_api.compare(
+            epsilon=epsilon, delta=delta, n=n, mechanism=args.mechanism, **params
+        )
+    if epsilon is not None:
+        return [
+            accounting_api.delta(
+                epsilon, n=n, mechanism=args.mechanism, method=args.method, **params
+            )
+        ]
+    assert delta is not None
+    return [
+        accounting_api.amplified_epsilon(
+            delta, n=n, mechanism=args.mechanism, method=args.method, **params
+        )
+    ]
+
+
+def _cmd_account_amplify(args: argparse.Namespace) -> int:
+    delta = _checked(check_delta, args.delta, "--delta")
+    rows = _account_rows(args, epsilon=None, delta=delta)
+    _print_rows(rows, args.json, f"epsilon at delta={delta:g} ({args.mechanism}, n={args.n})")
+    return 0
+
+
+def _cmd_account_delta(args: argparse.Namespace) -> int:
+    epsilon = _checked(check_epsilon, args.epsilon, "--epsilon")
+    rows = _account_rows(args, epsilon=epsilon, delta=None)
+    _print_rows(rows, args.json, f"delta at epsilon={epsilon:g} ({args.mechanism}, n={args.n})")
+    return 0
+
+
+def _cmd_account_calibrate(args: argparse.Namespace) -> int:
+    epsilon = _checked(check_epsilon, args.epsilon, "--epsilon")
+    delta = _checked(check_delta, args.delta, "--delta")
+    n = _checked(check_int, args.n, "--n", minimum=1)
+    params = {
+        key: getattr(args, attr)
+        for key, attr in _MECHANISM_OPTIONS
+        if getattr(args, attr, None) is not None
+    }
+    method = "best" if args.method == "all" else args.method
+    result = accounting_api.calibrate(
+        epsilon,
+        delta,
+        n=n,
+        mechanism=args.mechanism,
+        method=method,
+        parameter=args.parameter,
+        **params,
+    )
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+    else:
+        r = result.result
+        print(
+            f"{result.parameter} = {result.value:.6g} ({r.method}: certified delta "
+            f"{_fmt(r.delta or 0.0)} at epsilon={epsilon:g}, n={n})"
+        )
+    return 0
+
+
+def _add_mechanism_options(parser: argparse.ArgumentParser, *, calibrating: bool = False) -> None:
+    parser.add_argument("--n", required=True, type=_int, help="number of users")
+    parser.add_argument("--mechanism", choices=accounting_methods.MECHANISMS, default="generic")
+    parser.add_argument(
+        "--method",
+        default="best" if calibrating else "all",
+        help="a method name, 'all' (one row each) or 'best' (tightest certified upper bound)",
+    )
+    if not calibrating:
+        parser.add_argument("--epsilon0", type=_float, help="local epsilon (generic, krr)")
+    parser.add_argument("--k", type=_int, help="k-RR domain size")
+    parser.add_argument("--q", type=_float, help="FLIP flip probability")
+    parser.add_argument("--fake-users", type=_int, help="FLIP fake users per user")
+    parser.add_argument("--domain-size", type=_int, help="FLIP bins / Poisson items d")
+    parser.add_argument("--report-probability", type=_float, help="Poisson randomizer lambda")
+    parser.add_argument("--blanket-messages", type=_int, help="Poisson: potential blanket messages")
+    parser.add_argument("--blanket-probability", type=_float, help="Poisson: each sent with this")
+    parser.add_argument("--items", type=_int, help="Poisson: items per user")
+    parser.add_argument("--n-x0", type=_int, help="k-RR paper formula: other users holding x0")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
 # -------------------------------------------------------------------------- demo
 
 
@@ -325,7 +459,7 @@ def _build_parser() -> _Parser:
     flip.set_defaults(handler=_cmd_run_flip)
 
     account = commands.add_parser("account", help="privacy accounting and calibration")
-    account_protocols = account.add_subparsers(dest="protocol", required=True, metavar="PROTOCOL")
+    account_protocols = account.add_subparsers(dest="protocol", required=True, metavar="QUESTION")
     aflip = account_protocols.add_parser("flip", help="FLIP: paper vs exact calibration")
     aflip.add_argument("--n", required=True, type=_int, help="number of users")
     aflip.add_argument("--domain-size", required=True, type=_int, help="number of values d")
@@ -334,6 +468,29 @@ def _build_parser() -> _Parser:
     aflip.add_argument("--fake-users", type=_int, default=None)
     aflip.add_argument("--json", action="store_true", help="print JSON")
     aflip.set_defaults(handler=_cmd_account_flip)
+
+    amplify = account_protocols.add_parser(
+        "amplify", help="amplified epsilon at a delta, every bound"
+    )
+    amplify.add_argument("--delta", required=True, type=_float)
+    _add_mechanism_options(amplify)
+    amplify.set_defaults(handler=_cmd_account_amplify)
+
+    adelta = account_protocols.add_parser("delta", help="delta at an epsilon, every bound")
+    adelta.add_argument("--epsilon", required=True, type=_float)
+    _add_mechanism_options(adelta)
+    adelta.set_defaults(handler=_cmd_account_delta)
+
+    acal = account_protocols.add_parser(
+        "calibrate", help="least noisy local parameter for a target (epsilon, delta)"
+    )
+    acal.add_argument("--epsilon", required=True, type=_float)
+    acal.add_argument("--delta", required=True, type=_float)
+    acal.add_argument(
+        "--parameter", choices=("report_probability", "blanket_messages"), default=None
+    )
+    _add_mechanism_options(acal, calibrating=True)
+    acal.set_defaults(handler=_cmd_account_calibrate)
 
     demo = commands.add_parser("demo", help="FLIP end to end on built-in Zipf data")
     demo.add_argument("--n", type=_int, default=100_000)

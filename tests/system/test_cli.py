@@ -316,3 +316,135 @@ def test_console_script_process(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "does not exist" in proc.stderr
+
+
+def test_account_amplify_json_rows(capsys):
+    code, out, err = _run(
+        [
+            "account",
+            "amplify",
+            "--epsilon0",
+            "2",
+            "--n",
+            "2000",
+            "--delta",
+            "1e-6",
+            "--mechanism",
+            "krr",
+            "--k",
+            "10",
+            "--n-x0",
+            "1500",
+            "--json",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    rows = json.loads(out)
+    assert {r["method"] for r in rows} >= {"erlingsson2019", "vr2024", "krr-blanket", "biswas2023"}
+    for r in rows:
+        assert set(r) >= {"method", "epsilon", "delta", "bound"}
+        assert r["bound"] in {"upper", "exact", "lower", "reproduction"}
+
+
+def test_account_delta_table_and_single_method(capsys):
+    code, out, _ = _run(
+        ["account", "delta", "--epsilon", "0.3", "--epsilon0", "1", "--n", "5000"], capsys
+    )
+    assert code == 0
+    assert "fmt2021-numeric" in out and "vr2024" in out
+    code, out, _ = _run(
+        [
+            "account",
+            "delta",
+            "--epsilon",
+            "0.3",
+            "--epsilon0",
+            "1",
+            "--n",
+            "5000",
+            "--method",
+            "vr2024",
+            "--json",
+        ],
+        capsys,
+    )
+    rows = json.loads(out)
+    assert len(rows) == 1 and rows[0]["method"] == "vr2024" and rows[0]["bound"] == "upper"
+
+
+def test_account_calibrate(capsys):
+    code, out, _ = _run(
+        [
+            "account",
+            "calibrate",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-6",
+            "--n",
+            "5000",
+            "--mechanism",
+            "krr",
+            "--k",
+            "10",
+            "--json",
+        ],
+        capsys,
+    )
+    assert code == 0
+    result = json.loads(out)
+    assert result["parameter"] == "epsilon0" and result["delta"] <= 1e-6
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["account", "amplify", "--n", "100", "--delta", "1e-6"], "--epsilon0 is required"),
+        (
+            ["account", "amplify", "--epsilon0", "1", "--n", "100", "--delta", "0"],
+            "--delta must be",
+        ),
+        (
+            ["account", "delta", "--epsilon", "-1", "--epsilon0", "1", "--n", "100"],
+            "--epsilon must be",
+        ),
+        (["account", "delta", "--epsilon", "1", "--epsilon0", "1", "--n", "0"], "--n must be"),
+        (
+            [
+                "account",
+                "delta",
+                "--epsilon",
+                "1",
+                "--epsilon0",
+                "1",
+                "--n",
+                "10",
+                "--mechanism",
+                "krr",
+            ],
+            "--k",
+        ),
+        (
+            [
+                "account",
+                "delta",
+                "--epsilon",
+                "1",
+                "--epsilon0",
+                "1",
+                "--n",
+                "10",
+                "--method",
+                "nope",
+            ],
+            "unknown method",
+        ),
+        (
+            ["account", "delta", "--epsilon", "1", "--epsilon0", "-2", "--n", "10"],
+            "epsilon0 must be",
+        ),
+    ],
+)
+def test_account_bad_input(capsys, argv, fragment):
+    _assert_bad(argv, capsys, fragment)

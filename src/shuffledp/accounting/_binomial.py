@@ -16,6 +16,7 @@ m = 1e8, p = 0.2, too coarse for the rounding allowance in
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -81,30 +82,34 @@ def _deviance(x: NDArray[np.float64], mean: NDArray[np.float64] | float) -> NDAr
     return out
 
 
-def binomial_pmf(x: NDArray[np.float64], m: int, p: float) -> NDArray[np.float64]:
-    """Return P[Bin(m, p) = x] for integer-valued ``x`` in [0, m], with 0 < p < 1.
+def binomial_pmf(
+    x: NDArray[np.float64], m: int | NDArray[np.float64], p: float
+) -> NDArray[np.float64]:
+    """Return P[Bin(m, p) = x] elementwise, for 0 < p < 1 (x and m broadcast; 0 outside [0, m]).
 
     Loader's form: exp(S(m) − S(x) − S(m−x) − D(x, mp) − D(m−x, m(1−p)))·√(m/(2πx(m−x))),
     with S the Stirling remainder and D the deviance, both free of cancellation.
     """
-    xs = np.asarray(x, dtype=np.float64)
-    out = np.empty_like(xs)
-    zero, full = xs == 0, xs == m
-    inner = ~(zero | full)
-    out[zero] = math.exp(m * math.log1p(-p))
-    out[full] = math.exp(m * math.log(p))
-    xi = xs[inner]
-    if xi.size:
-        rest = m - xi
-        mf = np.array([float(m)])
+    xs, ms = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(m, dtype=np.float64))
+    xs, ms = xs.astype(np.float64), ms.astype(np.float64)
+    out = np.zeros(xs.shape)
+    valid = (xs >= 0) & (xs <= ms)
+    zero = valid & (xs == 0)
+    full = valid & (xs == ms) & (ms > 0)
+    out[zero] = np.exp(ms[zero] * math.log1p(-p))
+    out[full] = np.exp(ms[full] * math.log(p))
+    inner = valid & ~zero & ~full
+    if np.any(inner):
+        xi, mi = xs[inner], ms[inner]
+        rest = mi - xi
         log_c = (
-            _stirling_remainder(mf)[0]
+            _stirling_remainder(mi)
             - _stirling_remainder(xi)
             - _stirling_remainder(rest)
-            - _deviance(xi, m * p)
-            - _deviance(rest, m * (1.0 - p))
+            - _deviance(xi, mi * p)
+            - _deviance(rest, mi * (1.0 - p))
         )
-        out[inner] = np.exp(log_c) * np.sqrt(m / (2.0 * math.pi * xi * rest))
+        out[inner] = np.exp(log_c) * np.sqrt(mi / (2.0 * math.pi * xi * rest))
     return out
 
 
@@ -135,6 +140,7 @@ class Window:
         return self.lo + len(self.pmf) - 1
 
 
+@functools.lru_cache(maxsize=1024)
 def binomial_window(m: int, p: float, tail: float = DEFAULT_TAIL) -> Window:
     """Return Bin(m, p) restricted to a window holding all but at most 2·tail of its mass.
 
@@ -147,15 +153,19 @@ def binomial_window(m: int, p: float, tail: float = DEFAULT_TAIL) -> Window:
     rounded once each: the log-pmf moves by at most |x − mp| times the rounding
     unit per rounded mean, bounded here by 8·u·max|x − mp|.
 
+    Results are cached (the pmf array is read-only).
+
     Args:
         m: Number of trials, ≥ 0.
         p: Success probability in [0, 1].
         tail: Bound on the mass left out on each side.
     """
-    if m == 0 or p == 0.0:
-        return Window(0, np.ones(1), 0.0)
-    if p == 1.0:
-        return Window(m, np.ones(1), 0.0)
+    m = int(m)
+    p = float(p)
+    if m == 0 or p == 0.0 or p == 1.0:
+        point = np.ones(1)
+        point.setflags(write=False)
+        return Window(m if p == 1.0 else 0, point, 0.0)
     mean = m * p
     var = m * p * (1.0 - p)
     log_inv_tail = math.log(1.0 / tail)
@@ -166,6 +176,7 @@ def binomial_window(m: int, p: float, tail: float = DEFAULT_TAIL) -> Window:
     dropped = (tail if lo > 0 else 0.0) + (tail if hi < m else 0.0)
     spread = max(abs(lo - mean), abs(hi - mean))
     rel_error = _LOADER_RELATIVE_ERROR + 8.0 * _UNIT_ROUNDOFF * spread
+    pmf.setflags(write=False)  # cached: shared between callers
     return Window(lo, pmf, dropped, rel_error)
 
 

@@ -1,0 +1,427 @@
+"""One entry point per question: δ at ε, ε at δ, and the local parameter for a target.
+
+>>> from shuffledp.accounting import delta, amplified_epsilon, calibrate
+>>> delta(0.5, n=10_000, epsilon0=2.0).delta                      # best generic bound
+>>> amplified_epsilon(1e-6, n=10_000, epsilon0=2.0, mechanism="krr", k=10)
+>>> calibrate(1.0, 1e-6, n=10_000, mechanism="krr", k=10).value  # the largest ε₀
+
+Every answer is an :class:`AccountingResult` that records the method, the
+inputs and what kind of number it is (upper, exact, lower or reproduction).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scipy.optimize import brentq
+
+from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
+from shuffledp.accounting.calibration import calibrate_flip_q
+from shuffledp.accounting.methods import BEST, METHODS, Mechanism, Method, methods_for
+from shuffledp.privacy import BoundKind
+
+__all__ = [
+    "AccountingResult",
+    "CalibrationResult",
+    "amplified_epsilon",
+    "calibrate",
+    "compare",
+    "delta",
+    "mechanism",
+]
+
+
+@dataclass(frozen=True)
+class AccountingResult:
+    """One accountant's answer.
+
+    Attributes:
+        method: Method name (see :data:`shuffledp.accounting.methods.METHODS`).
+        epsilon: ε of the statement (``None`` when the method gives nothing).
+        delta: δ of the statement (``None`` when the method gives nothing).
+        bound: What the number is: a guarantee for every dataset (``upper``), the
+            true value (``exact``), a value some dataset attains (``lower``), or a
+            published formula that is not a guarantee (``reproduction``).
+        certified: Whether the method's theorem covers these parameters.
+        source: Citation.
+        inputs: The mechanism's parameters.
+        note: Why it is not certified, or what the number means.
+    """
+
+    method: str
+    epsilon: float | None
+    delta: float | None
+    bound: BoundKind
+    certified: bool
+    source: str
+    inputs: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dictionary."""
+        return {
+            "method": self.method,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "bound": self.bound.value,
+            "certified": self.certified,
+            "source": self.source,
+            "inputs": dict(self.inputs),
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """The least noisy local parameter a method certifies for a target (ε, δ).
+
+    Attributes:
+        parameter: Which parameter was calibrated (``epsilon0``, ``q``,
+            ``report_probability`` or ``blanket_messages``).
+        value: Its value.
+        result: The certified statement at the target ε for that value.
+    """
+
+    parameter: str
+    value: float
+    result: AccountingResult
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dictionary."""
+        return {"parameter": self.parameter, "value": self.value, **self.result.to_dict()}
+
+
+def mechanism(kind: str = "generic", *, n: int, **params: Any) -> Mechanism:
+    """Build a :class:`Mechanism` (a thin wrapper with the argument checks)."""
+    return Mechanism(kind=kind, n=n, **params)
+
+
+def _method(name: str, mech: Mechanism) -> Method:
+    if name == "best":
+        name = BEST[mech.kind]
+    if name not in METHODS:
+        raise InvalidParameterError(
+            f"unknown method {name!r}; choose from best, {', '.join(METHODS)}"
+        )
+    method = METHODS[name]
+    if mech.kind not in method.mechanisms:
+        raise InvalidParameterError(
+            f"method {name!r} does not apply to the {mech.kind} mechanism; "
+            f"choose from {', '.join(m.name for m in methods_for(mech.kind))}"
+        )
+    return method
+
+
+def _result(
+    method: Method,
+    mech: Mechanism,
+    eps: float | None,
+    dlt: float | None,
+    certified: bool,
+    note: str,
+) -> AccountingResult:
+    # A number outside its theorem's range is only a formula's value; a missing
+    # number keeps the method's kind.
+    produced = eps is not None and dlt is not None
+    bound = method.bound if certified or not produced else BoundKind.REPRODUCTION
+    return AccountingResult(
+        method=method.name,
+        epsilon=eps,
+        delta=dlt,
+        bound=bound,
+        certified=certified,
+        source=method.source,
+        inputs=mech.inputs(),
+        note=note or method.note,
+    )
+
+
+def _delta_for(method: Method, mech: Mechanism, epsilon: float) -> AccountingResult:
+    value = method.delta_fn(epsilon, mech)
+    if math.isnan(value.value):
+        return _result(method, mech, epsilon, None, False, value.reason)
+    return _result(method, mech, epsilon, value.value, value.certified, value.reason)
+
+
+def delta(
+    epsilon: float, *, n: int, mechanism: str = "generic", method: str = "best", **params: Any
+) -> AccountingResult:
+    """Return δ(ε) for a shuffled mechanism.
+
+    Args:
+        epsilon: ε > 0.
+        n: Number of users.
+        mechanism: ``generic``, ``krr``, ``flip`` or ``poisson``.
+        method: A method name, or ``best`` for the tightest certified upper bound.
+        **params: The mechanism's parameters (see :class:`Mechanism`).
+    """
+    epsilon = check_epsilon(epsilon)
+    mech = Mechanism(kind=mechanism, n=n, **params)
+    return _delta_for(_method(method, mech), mech, epsilon)
+
+
+def _solve_epsilon(
+    raw_delta: Callable[[float], float],
+    target: float,
+    eps_max: float,
+    *,
+    round_down: bool,
+    start: float = 1.0,
+) -> float:
+    """Return the ε where a non-increasing δ(ε) crosses ``target``, on the safe side.
+
+    Brackets the crossing by growing or halving from ``start``, refines with Brent's
+    method on ln δ, then returns a value whose δ was evaluated: at most the
+    target (``round_down=False``, for upper bounds on δ) or above it
+    (``round_down=True``, for lower bounds), within a relative 1e-6.
+    """
+    memo: dict[float, float] = {}
+
+    def delta_at(eps: float) -> float:
+        if eps not in memo:
+            memo[eps] = raw_delta(eps)
+        return memo[eps]
+
+    def passes(eps: float) -> bool:
+        return delta_at(eps) <= target
+
+    lo, hi = 0.5 * start, start
+    if passes(hi):
+        while passes(lo):
+            hi, lo = lo, lo / 2.0
+            if lo < 1e-9:
+                return lo if round_down else hi
+    else:
+        lo = hi
+        growth = 1.02
+        while not passes(hi):
+            lo, hi = hi, min(eps_max, growth * hi)
+            growth = min(2.0, growth * growth)
+            if hi == eps_max and not passes(hi):
+                raise InvalidParameterError(
+                    f"no epsilon up to {eps_max:g} reaches delta={target:g}"
+                )
+    log_target = math.log(target)
+
+    def gap(eps: float) -> float:
+        return math.log(max(delta_at(eps), 1e-300)) - log_target
+
+    try:
+        root = brentq(gap, lo, hi, xtol=1e-12, rtol=1e-8, maxiter=100)
+        lo, hi = max(lo, root * (1 - 1e-7)), min(hi, root * (1 + 1e-7))
+        if not passes(hi):
+            lo, hi = hi, min(eps_max, root * (1 + 1e-5))
+            if not passes(hi):
+                lo, hi = hi, hi * 1.01 if passes(hi * 1.01) else hi
+        if passes(lo):
+            hi, lo = lo, lo * (1 - 1e-5)
+    except ValueError:  # no sign change on the log scale (a floor); fall back to bisection
+        pass
+    while hi / lo > 1.0 + 1e-6:
+        mid = math.sqrt(lo * hi)
+        if passes(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo if round_down else hi
+
+
+def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingResult:
+    eps_max = 50.0
+    probe = method.delta_fn(eps_max, mech)
+    if math.isnan(probe.value):
+        return _result(method, mech, None, target, False, probe.reason)
+    if probe.value > target:
+        return _result(
+            method,
+            mech,
+            None,
+            target,
+            False,
+            f"no epsilon up to {eps_max:g} reaches delta={target:g}",
+        )
+    start = 1.0
+    if method.hint is not None:
+        # A cheap bound just below this one brackets the crossing tightly.
+        hinted = _epsilon_for(METHODS[method.hint], mech, target)
+        if hinted.epsilon is not None and hinted.certified:
+            start = hinted.epsilon
+    eps = _solve_epsilon(
+        lambda e: method.delta_fn(e, mech).value,
+        target,
+        eps_max,
+        round_down=method.bound is BoundKind.LOWER,
+        start=start,
+    )
+    if method.bound is BoundKind.UPPER and mech.epsilon0 is not None and eps > mech.epsilon0:
+        eps = mech.epsilon0  # an ε₀-LDP randomizer is (ε₀, 0)-DP after shuffling too
+    value = method.delta_fn(eps, mech)
+    return _result(method, mech, eps, target, value.certified, value.reason)
+
+
+def amplified_epsilon(
+    delta: float, *, n: int, mechanism: str = "generic", method: str = "best", **params: Any
+) -> AccountingResult:
+    """Return the ε a method certifies at δ (bisection on its δ(ε), safe rounding).
+
+    For a lower-bound method the result is a lower bound on the true ε(δ).
+    """
+    target = check_delta(delta)
+    mech = Mechanism(kind=mechanism, n=n, **params)
+    return _epsilon_for(_method(method, mech), mech, target)
+
+
+def compare(
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    n: int,
+    mechanism: str = "generic",
+    **params: Any,
+) -> list[AccountingResult]:
+    """Return one row per applicable method: δ at ``epsilon`` or ε at ``delta``."""
+    if (epsilon is None) == (delta is None):
+        raise InvalidParameterError("give exactly one of epsilon or delta")
+    mech = Mechanism(kind=mechanism, n=n, **params)
+    rows = []
+    for method in methods_for(mech.kind):
+        if epsilon is not None:
+            rows.append(_delta_for(method, mech, check_epsilon(epsilon)))
+        else:
+            assert delta is not None
+            rows.append(_epsilon_for(method, mech, check_delta(delta)))
+    return rows
+
+
+def calibrate(
+    epsilon: float,
+    delta: float,
+    *,
+    n: int,
+    mechanism: str = "generic",
+    method: str = "best",
+    parameter: str | None = None,
+    **params: Any,
+) -> CalibrationResult:
+    """Return the least noisy local parameter that ``method`` certifies for (ε, δ).
+
+    * generic, krr: the largest ε₀ (searched in (0, 20]);
+    * flip: the smallest flip probability q (exact FLIP accountant);
+    * poisson: the largest report probability λ for the given blanket messages
+      (``parameter="report_probability"``, the default), or the fewest blanket
+      messages for the given λ (``parameter="blanket_messages"``).
+
+    The search bisects a bound that is monotone in the parameter and returns
+    the end of the final bracket where the bound was evaluated and passed.
+
+    Raises:
+        InvalidParameterError: If the method is not an upper bound, or no value
+            of the parameter meets the target.
+    """
+    epsilon = check_epsilon(epsilon)
+    target = check_delta(delta)
+    kind = mechanism
+    if kind not in BEST:
+        raise InvalidParameterError(f"mechanism must be one of {', '.join(BEST)}, got {kind!r}")
+    name = BEST[kind] if method == "best" else method
+    if name not in METHODS or kind not in METHODS[name].mechanisms:
+        raise InvalidParameterError(f"method {method!r} does not apply to the {kind} mechanism")
+    chosen = METHODS[name]
+    if chosen.bound is not BoundKind.UPPER:
+        raise InvalidParameterError(
+            f"method {name!r} gives a {chosen.bound.value} value; calibration needs an upper bound"
+        )
+
+    def certified_delta(mech: Mechanism) -> float:
+        value = chosen.delta_fn(epsilon, mech)
+        return value.value if value.certified else math.inf
+
+    if kind in ("generic", "krr"):
+
+        def passes_eps0(e0: float) -> bool:
+            return certified_delta(Mechanism(kind=kind, n=n, epsilon0=e0, **params)) <= target
+
+        lo, hi = 1e-6, 20.0
+        if not passes_eps0(lo):
+            raise InvalidParameterError(
+                f"{name} certifies no epsilon0 > 0 for ({epsilon:g}, {target:g}) at n={n}"
+            )
+        if passes_eps0(hi):
+            value = hi
+        else:
+            for _ in range(200):
+                if hi - lo <= 1e-7 * hi:
+                    break
+                mid = 0.5 * (lo + hi)
+                if passes_eps0(mid):
+                    lo = mid
+                else:
+                    hi = mid
+            value = lo
+        final = Mechanism(kind=kind, n=n, epsilon0=value, **params)
+        return CalibrationResult("epsilon0", value, _delta_for(chosen, final, epsilon))
+    if kind == "flip":
+        fake = check_int(params.get("fake_users", 0), "fake_users", minimum=0)
+        extra = {key: v for key, v in params.items() if key != "fake_users"}
+        q = calibrate_flip_q(epsilon, target, n, fake)
+        final = Mechanism(kind="flip", n=n, q=q, fake_users=fake, **extra)
+        return CalibrationResult("q", q, _delta_for(chosen, final, epsilon))
+    parameter = parameter or "report_probability"
+    if parameter == "report_probability":
+
+        def passes_lambda(lam: float) -> bool:
+            mech = Mechanism(kind="poisson", n=n, **{**params, "report_probability": lam})
+            return certified_delta(mech) <= target
+
+        if passes_lambda(1.0):
+            lam = 1.0
+        else:
+            lo, hi = 1e-9, 1.0
+            if not passes_lambda(lo):
+                raise InvalidParameterError(
+                    "no report probability meets the target with these blanket messages"
+                )
+            for _ in range(200):
+                if hi - lo <= 1e-7:
+                    break
+                mid = 0.5 * (lo + hi)
+                if passes_lambda(mid):
+                    lo = mid
+                else:
+                    hi = mid
+            lam = lo
+        final = Mechanism(kind="poisson", n=n, **{**params, "report_probability": lam})
+        return CalibrationResult("report_probability", lam, _delta_for(chosen, final, epsilon))
+    if parameter == "blanket_messages":
+
+        def passes_count(count: int) -> bool:
+            mech = Mechanism(kind="poisson", n=n, **{**params, "blanket_messages": count})
+            return certified_delta(mech) <= target
+
+        if passes_count(0):
+            count = 0
+        else:
+            lo, hi = 0, 1
+            while not passes_count(hi):
+                lo, hi = hi, 2 * hi
+                if hi > 10**12:
+                    raise InvalidParameterError(
+                        "no number of blanket messages up to 1e12 meets the target"
+                    )
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if passes_count(mid):
+                    hi = mid
+                else:
+                    lo = mid
+            count = hi
+        final = Mechanism(kind="poisson", n=n, **{**params, "blanket_messages": count})
+        return CalibrationResult(
+            "blanket_messages", float(count), _delta_for(chosen, final, epsilon)
+        )
+    raise InvalidParameterError(
+        f"parameter must be report_probability or blanket_messages, got {parameter!r}"
+    )

@@ -1,0 +1,361 @@
+"""The registry of accounting methods: one entry per bound, named after its source.
+
+Each :class:`Method` knows which mechanisms it applies to, what kind of number
+it returns (:class:`shuffledp.privacy.BoundKind`), where it comes from, and how
+to evaluate δ(ε) for a :class:`Mechanism`. ε(δ) is found by bisection on δ(ε),
+rounded towards the safe side for the kind of bound.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from shuffledp._validation import (
+    InvalidParameterError,
+    check_epsilon,
+    check_flip_probability,
+    check_int,
+    check_probability,
+)
+from shuffledp.accounting.biswas import biswas2023_delta
+from shuffledp.accounting.flip import flip_delta, flip_delta_lower_bound
+from shuffledp.accounting.generic_bounds import (
+    Bound,
+    bbgn2019_bennett_delta,
+    bbgn2019_bennett_published_delta,
+    bbgn2019_hoeffding_delta,
+    erlingsson2019_delta,
+    fmt2021_closed_delta,
+)
+from shuffledp.accounting.krr import (
+    krr_delta,
+    krr_delta_homogeneous,
+    krr_delta_two_count_marginal,
+)
+from shuffledp.accounting.poisson import poisson_delta, poisson_delta_lemma3
+from shuffledp.accounting.two_counts import two_count_delta
+from shuffledp.accounting.variation_ratio import fmt2021_numeric_pair, vr_generic_pair
+from shuffledp.privacy import BoundKind
+
+__all__ = ["MECHANISMS", "METHODS", "Mechanism", "Method", "methods_for"]
+
+MechanismKind = Literal["generic", "krr", "flip", "poisson"]
+MECHANISMS: tuple[str, ...] = ("generic", "krr", "flip", "poisson")
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """What is shuffled, with the parameters its accountants need.
+
+    Attributes:
+        kind: ``"generic"`` (any ε₀-LDP randomizer), ``"krr"`` (k-randomized
+            response), ``"flip"`` (FLIP) or ``"poisson"`` (Poisson randomizer with
+            blanket messages).
+        n: Number of users.
+        epsilon0: Local ε₀ (generic, krr).
+        k: Domain size of k-RR.
+        q: FLIP's flip probability.
+        fake_users: FLIP's k.
+        domain_size: FLIP's d, or the Poisson randomizer's number of items d.
+        report_probability: The Poisson randomizer's λ.
+        blanket_messages: Potential blanket messages from the other users (Poisson).
+        blanket_probability: Probability each is sent (Poisson; Thm 2's γ).
+        items: Items per user for the Poisson randomizer (Thm 3's s).
+        n_x0: Other users holding the victim's value, for the k-RR paper's formula.
+    """
+
+    kind: str
+    n: int
+    epsilon0: float | None = None
+    k: int | None = None
+    q: float | None = None
+    fake_users: int | None = None
+    domain_size: int | None = None
+    report_probability: float | None = None
+    blanket_messages: int | None = None
+    blanket_probability: float = 1.0
+    items: int = 1
+    n_x0: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in MECHANISMS:
+            raise InvalidParameterError(
+                f"mechanism must be one of {', '.join(MECHANISMS)}, got {self.kind!r}"
+            )
+        check_int(self.n, "n", minimum=1)
+        need: dict[str, tuple[str, ...]] = {
+            "generic": ("epsilon0",),
+            "krr": ("epsilon0", "k"),
+            "flip": ("q", "fake_users"),
+            "poisson": ("report_probability", "domain_size", "blanket_messages"),
+        }
+        missing = [name for name in need[self.kind] if getattr(self, name) is None]
+        if missing:
+            raise InvalidParameterError(f"the {self.kind} mechanism needs {', '.join(missing)}")
+        if self.epsilon0 is not None:
+            check_epsilon(self.epsilon0, "epsilon0")
+        if self.k is not None:
+            check_int(self.k, "k", minimum=2)
+        if self.q is not None:
+            check_flip_probability(self.q)
+        if self.fake_users is not None:
+            check_int(self.fake_users, "fake_users", minimum=0)
+        if self.domain_size is not None:
+            check_int(self.domain_size, "domain_size", minimum=2)
+        if self.report_probability is not None:
+            check_probability(self.report_probability, "report_probability", high=1.0 + 1e-12)
+        if self.blanket_messages is not None:
+            check_int(self.blanket_messages, "blanket_messages", minimum=0)
+        check_probability(self.blanket_probability, "blanket_probability", high=1.0 + 1e-12)
+        check_int(self.items, "items", minimum=1)
+        if self.n_x0 is not None:
+            check_int(self.n_x0, "n_x0", minimum=0, maximum=self.n - 1)
+
+    def inputs(self) -> dict[str, Any]:
+        """Return the parameters that are set (for reports)."""
+        out: dict[str, Any] = {"mechanism": self.kind, "n": self.n}
+        for name in (
+            "epsilon0",
+            "k",
+            "q",
+            "fake_users",
+            "domain_size",
+            "report_probability",
+            "blanket_messages",
+            "n_x0",
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.kind == "poisson":
+            out["blanket_probability"] = self.blanket_probability
+            out["items"] = self.items
+        return out
+
+
+@dataclass(frozen=True)
+class Method:
+    """One accounting method.
+
+    Attributes:
+        name: Identifier used by ``method=`` and the command line.
+        mechanisms: Mechanism kinds it applies to.
+        bound: What kind of number it returns.
+        source: Citation.
+        delta_fn: δ(ε) for a mechanism, as a :class:`Bound`.
+        note: One line on what the number means.
+        hint: A cheaper method whose ε(δ) lies just below this one's (used to
+            start the search for ε).
+    """
+
+    name: str
+    mechanisms: tuple[str, ...]
+    bound: BoundKind
+    source: str
+    delta_fn: Callable[[float, Mechanism], Bound] = field(repr=False)
+    note: str = ""
+    hint: str | None = None
+
+
+def _ok(value: float) -> Bound:
+    return Bound(value=value, certified=True)
+
+
+def _eps0(m: Mechanism) -> float:
+    assert m.epsilon0 is not None
+    return m.epsilon0
+
+
+def _poisson_item_delta(eps: float, m: Mechanism, fn: Callable[..., float]) -> float:
+    # Thm 3 (segmented paper): s items cost (s·ε', s·e^{s·ε'}·δ'); at ε' = ε/s that is s·e^ε·δ'.
+    assert m.report_probability is not None and m.domain_size is not None
+    assert m.blanket_messages is not None
+    item = fn(
+        eps / m.items,
+        m.report_probability,
+        m.domain_size,
+        m.blanket_messages,
+        blanket_probability=m.blanket_probability,
+    )
+    return min(1.0, m.items * math.exp(eps) * item) if m.items > 1 else item
+
+
+def _poisson_exact(eps: float, m: Mechanism) -> Bound:
+    try:
+        return _ok(_poisson_item_delta(eps, m, poisson_delta))
+    except InvalidParameterError as exc:
+        return Bound(math.nan, False, f"not computed: {exc}")
+
+
+def _biswas(eps: float, m: Mechanism) -> Bound:
+    if m.n_x0 is None:
+        return Bound(math.nan, False, "needs n_x0, the number of other users holding x0")
+    assert m.k is not None
+    return Bound(biswas2023_delta(eps, _eps0(m), m.k, m.n, m.n_x0), True)
+
+
+def _krr_homogeneous(eps: float, m: Mechanism) -> Bound:
+    assert m.k is not None
+    if m.k < 3:
+        return Bound(math.nan, False, "needs k >= 3 (a third value)")
+    if m.n > _HOMOGENEOUS_MAX_N:
+        return Bound(
+            math.nan, False, f"computed for n <= {_HOMOGENEOUS_MAX_N} (a two-dimensional sum)"
+        )
+    return _ok(krr_delta_homogeneous(eps, _eps0(m), m.k, m.n, rounding="down"))
+
+
+_GENERIC = ("generic", "krr")
+#: The homogeneous dataset's exact sum costs about n·b² cells; keep it interactive.
+_HOMOGENEOUS_MAX_N = 5_000
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method(
+            "erlingsson2019",
+            _GENERIC,
+            BoundKind.UPPER,
+            "Erlingsson, Feldman, Mironov, Raghunathan, Talwar & Thakurta, SODA 2019",
+            lambda e, m: erlingsson2019_delta(e, _eps0(m), m.n),
+            "closed form; eps0 < 1/2, n >= 1000, delta < 1/100",
+        ),
+        Method(
+            "bbgn2019-hoeffding",
+            _GENERIC,
+            BoundKind.UPPER,
+            "Balle, Bell, Gascon & Nissim, CRYPTO 2019 (privacy blanket, Hoeffding)",
+            lambda e, m: bbgn2019_hoeffding_delta(e, _eps0(m), m.n),
+            "generic blanket gamma = e^-eps0",
+        ),
+        Method(
+            "bbgn2019-bennett",
+            _GENERIC,
+            BoundKind.UPPER,
+            "Balle, Bell, Gascon & Nissim, CRYPTO 2019 (privacy blanket, Bennett)",
+            lambda e, m: bbgn2019_bennett_delta(e, _eps0(m), m.n),
+            "generic blanket gamma = e^-eps0; tail integrated soundly",
+        ),
+        Method(
+            "bbgn2019-bennett-published",
+            _GENERIC,
+            BoundKind.REPRODUCTION,
+            "Balle, Bell, Gascon & Nissim, CRYPTO 2019, as their reference code integrates Bennett",
+            lambda e, m: Bound(bbgn2019_bennett_published_delta(e, _eps0(m), m.n).value, True),
+            "below the exact delta of binary RR at large n; not a guarantee",
+        ),
+        Method(
+            "fmt2021-closed",
+            _GENERIC,
+            BoundKind.UPPER,
+            "Feldman, McMillan & Talwar, FOCS 2021 (closed form)",
+            lambda e, m: fmt2021_closed_delta(e, _eps0(m), m.n),
+            "eps0 <= ln(n/(16 ln(2/delta)))",
+        ),
+        Method(
+            "fmt2021-numeric",
+            _GENERIC,
+            BoundKind.UPPER,
+            "Feldman, McMillan & Talwar, FOCS 2021 (clones, numerical)",
+            lambda e, m: _ok(two_count_delta(fmt2021_numeric_pair(_eps0(m), m.n), e)),
+            "exact divergence of the clone pair, C ~ Bin(n-1, e^-eps0)",
+        ),
+        Method(
+            "vr2024",
+            _GENERIC,
+            BoundKind.UPPER,
+            "Wang et al., VLDB 2024 (variation-ratio reduction, generic parameters)",
+            lambda e, m: _ok(two_count_delta(vr_generic_pair(_eps0(m), m.n), e)),
+            "exact divergence, p = q = e^eps0, beta = tanh(eps0/2)",
+        ),
+        Method(
+            "krr-blanket",
+            ("krr",),
+            BoundKind.UPPER,
+            "this package: k-RR blanket with exact inner divergence (shuffledp.accounting.krr)",
+            lambda e, m: _ok(krr_delta(e, _eps0(m), m.k or 2, m.n)),
+            "holds for every dataset",
+            hint="krr-two-count",
+        ),
+        Method(
+            "krr-homogeneous",
+            ("krr",),
+            BoundKind.LOWER,
+            "this package: exact delta of the dataset with all other users on one third value",
+            _krr_homogeneous,
+            "attained by a concrete dataset (the worst case in every enumerated instance)",
+            hint="krr-two-count",
+        ),
+        Method(
+            "krr-two-count",
+            ("krr",),
+            BoundKind.LOWER,
+            "counts of x0 and x1 on that dataset; equals Wang et al. (VLDB 2024) with k-RR"
+            " parameters",
+            lambda e, m: _ok(krr_delta_two_count_marginal(e, _eps0(m), m.k or 2, m.n)),
+            "published as an upper bound, but it is a marginal: a lower bound",
+        ),
+        Method(
+            "biswas2023",
+            ("krr",),
+            BoundKind.REPRODUCTION,
+            "Biswas, Jung & Palamidessi, FPS 2023 (Def. 11, Thm 1, as printed)",
+            _biswas,
+            "one marginal, one dataset, printed v_s; not a guarantee",
+        ),
+        Method(
+            "flip-exact",
+            ("flip",),
+            BoundKind.UPPER,
+            "this package: exact FLIP divergence with the n*k fake reports as blanket",
+            lambda e, m: _ok(flip_delta(e, m.q or 0.0, m.fake_users or 0, m.n)),
+            "holds for every dataset",
+        ),
+        Method(
+            "flip-lower",
+            ("flip",),
+            BoundKind.LOWER,
+            "this package: exact delta of a concrete FLIP dataset pair",
+            lambda e, m: _ok(
+                flip_delta_lower_bound(e, m.q or 0.0, m.fake_users or 0, m.n, m.domain_size or 3)
+            ),
+            "other users on a third value",
+        ),
+        Method(
+            "poisson-exact",
+            ("poisson",),
+            BoundKind.UPPER,
+            "this package: exact divergence of Lemma 2's reduced view (segmented paper)",
+            _poisson_exact,
+            "counts absent and other messages; Thm 3 for several items",
+        ),
+        Method(
+            "poisson-lemma3",
+            ("poisson",),
+            BoundKind.REPRODUCTION,
+            "Wang et al., segmented shuffle paper (Lemma 3 with Thm 2), as printed",
+            lambda e, m: _ok(_poisson_item_delta(e, m, poisson_delta_lemma3)),
+            "falls below the exact value of the same view; not a guarantee",
+        ),
+    )
+}
+
+#: The tightest certified upper bound for each mechanism.
+BEST: dict[str, str] = {
+    "generic": "vr2024",
+    "krr": "krr-blanket",
+    "flip": "flip-exact",
+    "poisson": "poisson-exact",
+}
+
+
+def methods_for(kind: str) -> list[Method]:
+    """Return the methods that apply to a mechanism kind, in registry order."""
+    if kind not in MECHANISMS:
+        raise InvalidParameterError(
+            f"mechanism must be one of {', '.join(MECHANISMS)}, got {kind!r}"
+        )
+    return [m for m in METHODS.values() if kind in m.mechanisms]

@@ -1,0 +1,171 @@
+"""Amplification through two-count pairs: the variation-ratio reduction and FMT's clones.
+
+Variation-ratio reduction (Wang et al., VLDB 2024; Thm 1 of the segmented
+paper). If the victim's randomizer has the (p, β)-variation property (every
+output probability ratio between two inputs at most p, total variation at most
+β) and the q property (the victim's output distribution is at most q times any
+other user's, pointwise), then for any divergence satisfying data processing
+the shuffled output is no more distinguishable than the two-count pair with
+
+    C ~ Bin(n − 1, 2βp/((p − 1)q)),  w₁ = βp/(p − 1),  w₂ = β/(p − 1)
+
+(:class:`shuffledp.accounting.two_counts.TwoCountPair`). Extensions proven in
+the segmented paper:
+
+* Thm 2: a Binomial(n, γ) number of blanket contributors gives
+  C ~ Bin(n, γ·2βp/((p − 1)q)) (:func:`vr_pair` with ``blanket_probability``).
+* Lemma 3: the Poisson randomizer (report the item with probability λ, else
+  nothing) against uniform blanket messages over d items is the limit p = ∞
+  with β = λ, q = dλ: C ~ Bin(messages, 2/d), w₁ = λ, w₂ = 0
+  (:func:`poisson_pair`).
+* Thm 3: a user holding s items is s virtual users; group privacy gives
+  (s·ε, s·e^{s·ε}·δ) (:func:`group_composition`, as printed there; the standard
+  group bound s·e^{(s−1)ε}·δ is smaller, so the printed one is also valid).
+
+FMT's clones (Feldman, McMillan & Talwar, FOCS 2021, numerical analysis):
+C ~ Bin(n − 1, e^{−ε₀}), w₁ = e^{ε₀}/(e^{ε₀} + 1), w₂ = 1/(e^{ε₀} + 1)
+(:func:`fmt2021_numeric_pair`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from shuffledp._validation import InvalidParameterError, check_epsilon, check_int, check_probability
+from shuffledp.accounting.two_counts import TwoCountPair
+
+__all__ = [
+    "VariationRatio",
+    "fmt2021_numeric_pair",
+    "group_composition",
+    "poisson_pair",
+    "variation_ratio_from_channel",
+    "vr_generic_pair",
+    "vr_pair",
+]
+
+
+class VariationRatio(tuple[float, float, float]):
+    """The (p, β, q) parameters of a randomizer (p and q may be ``math.inf``)."""
+
+    __slots__ = ()
+
+    def __new__(cls, p: float, beta: float, q: float) -> VariationRatio:  # noqa: D102
+        if not p > 1.0:
+            raise InvalidParameterError(f"p must be > 1, got {p!r}")
+        if math.isfinite(p) and not (0.0 <= beta <= (p - 1.0) / (p + 1.0) + 1e-15):
+            raise InvalidParameterError(f"beta must be in [0, (p-1)/(p+1)], got {beta!r}")
+        if not q >= 1.0:
+            raise InvalidParameterError(f"q must be >= 1, got {q!r}")
+        return super().__new__(cls, (float(p), float(beta), float(q)))
+
+    @property
+    def p(self) -> float:
+        """Largest output-probability ratio between two inputs."""
+        return self[0]
+
+    @property
+    def beta(self) -> float:
+        """Largest total-variation distance between two inputs' outputs."""
+        return self[1]
+
+    @property
+    def q(self) -> float:
+        """Largest ratio of the victim's output probability to another user's."""
+        return self[2]
+
+
+def vr_pair(
+    ratio: VariationRatio, others: int, *, blanket_probability: float = 1.0
+) -> TwoCountPair:
+    """Return the two-count pair of the variation-ratio reduction (Thm 1, Thm 2).
+
+    Args:
+        ratio: The randomizer's (p, β, q).
+        others: Number of other users (n − 1 in Thm 1; n in Thm 2).
+        blanket_probability: γ of Thm 2, the probability each contributes.
+    """
+    check_int(others, "others", minimum=0)
+    p, beta, q = ratio
+    if math.isinf(p):
+        rate, w1, w2 = 2.0 * beta / q, beta, 0.0
+    else:
+        rate = 2.0 * beta * p / ((p - 1.0) * q)
+        w1, w2 = beta * p / (p - 1.0), beta / (p - 1.0)
+        if w1 + w2 > 1.0:  # β at its maximum (p − 1)/(p + 1), up to rounding
+            w2 = 1.0 - w1
+    rate *= blanket_probability
+    if rate > 1.0 + 1e-12:
+        raise InvalidParameterError(f"the (p, beta, q) given imply a blanket rate {rate:.4g} > 1")
+    return TwoCountPair(blanket=others, rate=min(rate, 1.0), w1=w1, w2=w2)
+
+
+def vr_generic_pair(epsilon0: float, n: int) -> TwoCountPair:
+    """Variation-ratio pair for any ε₀-LDP randomizer: p = q = e^{ε₀}, β = tanh(ε₀/2)."""
+    epsilon0 = check_epsilon(epsilon0, "epsilon0")
+    n = check_int(n, "n", minimum=1)
+    p = math.exp(epsilon0)
+    return vr_pair(VariationRatio(p, math.tanh(epsilon0 / 2.0), p), n - 1)
+
+
+def fmt2021_numeric_pair(epsilon0: float, n: int) -> TwoCountPair:
+    """FMT's clone pair: C ~ Bin(n − 1, e^{−ε₀}), victim's clone choice Ber(e^{ε₀}/(e^{ε₀}+1))."""
+    epsilon0 = check_epsilon(epsilon0, "epsilon0")
+    n = check_int(n, "n", minimum=1)
+    w1 = 1.0 / (1.0 + math.exp(-epsilon0))
+    return TwoCountPair(blanket=n - 1, rate=math.exp(-epsilon0), w1=w1, w2=1.0 - w1)
+
+
+def poisson_pair(
+    report_probability: float,
+    domain_size: int,
+    blanket_messages: int,
+    *,
+    blanket_probability: float = 1.0,
+) -> TwoCountPair:
+    """Pair of Lemma 3 (with Thm 2): Poisson randomizer λ against uniform blanket messages.
+
+    Args:
+        report_probability: λ, the probability the victim reports its item.
+        domain_size: d, the number of items a blanket message is uniform over.
+        blanket_messages: Number of potential blanket messages from other users.
+        blanket_probability: Probability each potential blanket message is sent.
+    """
+    lam = check_probability(report_probability, "report_probability", low=0.0, high=1.0 + 1e-12)
+    d = check_int(domain_size, "domain_size", minimum=2)
+    check_probability(blanket_probability, "blanket_probability", low=0.0, high=1.0 + 1e-12)
+    return vr_pair(
+        VariationRatio(math.inf, lam, d * lam),
+        blanket_messages,
+        blanket_probability=blanket_probability,
+    )
+
+
+def variation_ratio_from_channel(channel: ArrayLike) -> VariationRatio:
+    """Return (p, β, q) of a randomizer given as a row-stochastic matrix R[x, y] = P[y | x].
+
+    p is the largest ratio R[x, y]/R[x', y], β the largest total variation
+    between two rows, and q = p when every user runs the same randomizer.
+    """
+    r = np.asarray(channel, dtype=np.float64)
+    if r.ndim != 2 or r.shape[0] < 2:
+        raise InvalidParameterError(f"channel must be a matrix with >= 2 rows, got shape {r.shape}")
+    if np.any(r < 0) or not np.allclose(r.sum(axis=1), 1.0, atol=1e-12):
+        raise InvalidParameterError("channel rows must be probability distributions")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = r[:, None, :] / r[None, :, :]
+    ratios = np.where(r[:, None, :] == 0, 0.0, ratios)
+    p = float(np.max(ratios))
+    beta = float(np.max(0.5 * np.abs(r[:, None, :] - r[None, :, :]).sum(axis=2)))
+    if p <= 1.0:
+        raise InvalidParameterError("the channel's rows are identical: nothing to protect")
+    return VariationRatio(p, min(beta, (p - 1.0) / (p + 1.0)) if math.isfinite(p) else beta, p)
+
+
+def group_composition(epsilon: float, delta: float, items: int) -> tuple[float, float]:
+    """Return (s·ε, s·e^{s·ε}·δ): Thm 3 of the segmented paper for s items per user."""
+    s = check_int(items, "items", minimum=1)
+    return s * epsilon, min(1.0, s * math.exp(s * epsilon) * delta)

@@ -1,0 +1,115 @@
+import math
+
+import numpy as np
+import pytest
+
+from shuffledp.accounting.generic_bounds import (
+    bbgn2019_bennett_delta,
+    bbgn2019_bennett_published_delta,
+    bbgn2019_hoeffding_delta,
+    erlingsson2019_delta,
+    erlingsson2019_epsilon,
+    fmt2021_closed_delta,
+    fmt2021_closed_epsilon,
+)
+from shuffledp.accounting.krr import krr_delta_for_dataset, krr_delta_lower_bound
+from shuffledp.accounting.two_counts import two_count_delta
+from shuffledp.accounting.variation_ratio import (
+    VariationRatio,
+    fmt2021_numeric_pair,
+    group_composition,
+    variation_ratio_from_channel,
+    vr_generic_pair,
+)
+
+
+def test_erlingsson_formula_inverse_and_range():
+    eps = erlingsson2019_epsilon(0.4, 10_000, 1e-6)
+    assert eps.certified and eps.value == pytest.approx(
+        12 * 0.4 * math.sqrt(math.log(1e6) / 10_000)
+    )
+    back = erlingsson2019_delta(eps.value, 0.4, 10_000)
+    assert back.value == pytest.approx(1e-6, rel=1e-9)
+    assert not erlingsson2019_epsilon(0.5, 10_000, 1e-6).certified
+    assert not erlingsson2019_epsilon(0.4, 999, 1e-6).certified
+    assert not erlingsson2019_delta(0.01, 0.4, 10_000).certified  # δ ≥ 1/100 there
+
+
+def test_fmt_closed_form_value_and_range():
+    n, e0, d = 10**5, 1.0, 1e-6
+    value = fmt2021_closed_epsilon(e0, n, d)
+    e = math.e
+    expected = math.log(
+        1 + (e - 1) / (e + 1) * (8 * math.sqrt(e * math.log(4 / d) / n) + 8 * e / n)
+    )
+    assert value.certified and value.value == pytest.approx(expected, rel=1e-12)
+    inverse = fmt2021_closed_delta(value.value, e0, n)
+    assert inverse.certified and inverse.value == pytest.approx(d, rel=1e-6)
+    assert not fmt2021_closed_epsilon(6.0, 1000, 1e-6).certified
+
+
+def test_bbgn_hoeffding_matches_its_formula():
+    eps, e0, n = 0.3, 1.0, 5000
+    g = math.exp(-e0)
+    a = math.expm1(eps)
+    b = (math.exp(eps) + 1) * (math.exp(e0) - math.exp(-e0))
+    expected = 1 / (g * n) * b * b / (4 * a) * (1 - g * (1 - math.exp(-2 * a * a / (b * b)))) ** n
+    assert bbgn2019_hoeffding_delta(eps, e0, n).value == pytest.approx(expected, rel=1e-10)
+    assert bbgn2019_hoeffding_delta(1.5, 1.0, n).value == 0.0
+
+
+@pytest.mark.parametrize(("n", "e0"), [(200, 1.0), (1000, 2.0), (3000, 0.5), (10**6, 1.0)])
+def test_generic_upper_bounds_dominate_binary_rr(n, e0):
+    # Binary randomized response is e0-LDP; its exact δ over every split of the
+    # other users is a lower bound for any generic bound.
+    for eps in (0.002, 0.05, 0.15, 0.4):
+        exact = max(
+            krr_delta_for_dataset(eps, e0, 2, np.array([m, n - 1 - m]), rounding="down")
+            for m in np.linspace(0, n - 1, 21).round().astype(int)
+        )
+        exact = max(exact, krr_delta_lower_bound(eps, e0, 2, n))
+        for bound in (
+            bbgn2019_hoeffding_delta(eps, e0, n).value,
+            bbgn2019_bennett_delta(eps, e0, n).value,
+            two_count_delta(fmt2021_numeric_pair(e0, n), eps),
+            two_count_delta(vr_generic_pair(e0, n), eps),
+        ):
+            assert bound >= exact - 1e-12
+        closed = fmt2021_closed_delta(eps, e0, n)
+        if closed.certified:
+            assert closed.value >= exact - 1e-12
+
+
+def test_ordering_of_numerical_bounds():
+    # The variation-ratio pair has more blanket than FMT's clones (2/(e^e0+1) ≥ e^-e0).
+    for eps in (0.05, 0.1, 0.2):
+        assert two_count_delta(vr_generic_pair(1.5, 5000), eps) <= two_count_delta(
+            fmt2021_numeric_pair(1.5, 5000), eps
+        )
+
+
+def test_channel_parameters():
+    p = math.exp(1.2)
+    rr = np.array([[p, 1, 1], [1, p, 1], [1, 1, p]]) / (p + 2)
+    ratio = variation_ratio_from_channel(rr)
+    assert ratio.p == pytest.approx(p)
+    assert ratio.beta == pytest.approx((p - 1) / (p + 2))
+    with pytest.raises(ValueError):
+        VariationRatio(0.5, 0.1, 1.0)
+    assert group_composition(0.5, 1e-6, 3) == (1.5, pytest.approx(3 * math.exp(1.5) * 1e-6))
+
+
+def test_published_bennett_integration_is_not_a_bound():
+    # Binary randomized response, n = 1e6, eps0 = 1: a concrete dataset has
+    # delta(0.002) = 1.1e-5; the reference code's Bennett expression gives less.
+    n, e0, eps = 10**6, 1.0, 0.002
+    exact = krr_delta_for_dataset(eps, e0, 2, np.array([0, n - 1]), rounding="down")
+    assert exact > 1.0e-5
+    assert bbgn2019_bennett_published_delta(eps, e0, n).value < exact
+    assert not bbgn2019_bennett_published_delta(eps, e0, n).certified
+    assert bbgn2019_bennett_delta(eps, e0, n).value >= exact
+
+
+def test_tiny_bounds_do_not_underflow_to_zero():
+    assert bbgn2019_hoeffding_delta(0.05, 0.5, 10**6).value > 0.0
+    assert erlingsson2019_delta(0.4, 0.45, 10**7).value > 0.0
