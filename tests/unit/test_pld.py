@@ -11,6 +11,7 @@ from shuffledp.accounting.pld import (
     PairAccountant,
     delta_from_distributions,
     flip_certificate_distributions,
+    shuffled_randomizer_distributions,
     two_count_distributions,
 )
 from shuffledp.accounting.two_counts import two_count_delta
@@ -48,3 +49,12 @@ def test_exact_pair_delta_both_directions():
     q = np.array([0.25, 0.25, 0.5])
     assert delta_from_distributions(p, q, 0.0) == pytest.approx(0.5)
     assert delta_from_distributions(p, q, math.log(2)) == pytest.approx(0.5)
+
+
+def test_any_randomizer_through_its_channel_composes():
+    p = math.exp(1.0)
+    channel = np.array([[p, 1, 1], [1, p, 1], [1, 1, p]]) / (p + 2)
+    acc = PairAccountant(shuffled_randomizer_distributions(channel, 300))
+    one, ten = acc.epsilon(1e-6), acc.compose(10).epsilon(1e-6)
+    # Ten releases cost more than one and less than ten times as much (advanced composition).
+    assert 0 < one < 1.0 and 2 * one < ten < 10 * one

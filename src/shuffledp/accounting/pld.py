@@ -17,8 +17,9 @@ none, or that was truncated away, goes to the infinite loss. That keeps every
 Pairs that dominate a shuffled mechanism in the post-processing sense compose
 correctly, because composing dominating pairs dominates the composed
 mechanisms. Helpers return such pairs for FLIP's certificate
-(:func:`flip_certificate_distributions`) and for two-count reductions
-(:func:`two_count_distributions`).
+(:func:`flip_certificate_distributions`), for two-count reductions
+(:func:`two_count_distributions`) and for any randomizer given as a channel
+matrix (:func:`shuffled_randomizer_distributions`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ __all__ = [
     "PairAccountant",
     "delta_from_distributions",
     "flip_certificate_distributions",
+    "shuffled_randomizer_distributions",
     "two_count_distributions",
 ]
 
@@ -153,6 +155,22 @@ def flip_certificate_distributions(q: float, fake_users: int, n: int) -> Distrib
     p = np.outer(one, zero)
     qq = np.outer(zero, one)
     return DistributionPair(p=p, q=qq, missing_p=2 * window.dropped, missing_q=2 * window.dropped)
+
+
+def shuffled_randomizer_distributions(channel: NDArray[np.float64], n: int) -> DistributionPair:
+    """Return a pair dominating any randomizer (a row-stochastic matrix) shuffled among n users.
+
+    The randomizer is ε₀-LDP with ε₀ = ln of its largest output-probability ratio;
+    the variation-ratio pair with generic parameters (p = q = e^{ε₀},
+    β = (p − 1)/(p + 1)) bounds it for every dataset. Mechanism-specific β is
+    not used: with it the reduction is not an upper bound (docs/accounting.md).
+    """
+    from shuffledp.accounting.variation_ratio import variation_ratio_from_channel, vr_generic_pair
+
+    ratio = variation_ratio_from_channel(channel)
+    if not math.isfinite(ratio.p):
+        raise InvalidParameterError("the randomizer is not epsilon0-LDP for any finite epsilon0")
+    return two_count_distributions(vr_generic_pair(math.log(ratio.p), check_int(n, "n", minimum=1)))
 
 
 def two_count_distributions(pair: TwoCountPair, *, max_cells: int = 20_000_000) -> DistributionPair:
