@@ -30,12 +30,15 @@ from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 from shuffledp.protocols import (
     FlipCalibration,
     FlipProtocol,
+    KRRCalibration,
+    KRRProtocol,
     ProtocolRun,
     ShuffleProtocol,
     calibrate_flip,
+    calibrate_krr,
     default_fake_users,
 )
-from shuffledp.randomizers import FlipRandomizer
+from shuffledp.randomizers import FlipRandomizer, KRRRandomizer
 from shuffledp.shuffler import UniformShuffler, secure_permutation
 
 __version__ = "0.1.0"
@@ -50,6 +53,9 @@ __all__ = [
     "FlipRandomizer",
     "HistogramEstimate",
     "InvalidParameterError",
+    "KRRCalibration",
+    "KRRProtocol",
+    "KRRRandomizer",
     "MessageBatch",
     "MissingExtraError",
     "PrivacyReport",
@@ -62,6 +68,7 @@ __all__ = [
     "__version__",
     "calibrate_flip",
     "calibrate_flip_q",
+    "calibrate_krr",
     "default_fake_users",
     "expected_max_abs_normal",
     "flip_delta",

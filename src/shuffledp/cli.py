@@ -30,8 +30,11 @@ from shuffledp._validation import (
 from shuffledp.accounting import api as accounting_api
 from shuffledp.accounting import methods as accounting_methods
 from shuffledp.accounting.api import AccountingResult
+from shuffledp.accounting.krr import krr_delta, krr_delta_lower_bound, krr_probabilities
+from shuffledp.analyzers.error import expected_max_abs_normal
+from shuffledp.analyzers.krr_estimators import ESTIMATORS
 from shuffledp.analyzers.top_t import top_t, top_t_metrics
-from shuffledp.data.encoding import encode_values, parse_domain
+from shuffledp.data.encoding import EncodedColumn, encode_values, parse_domain
 from shuffledp.data.loaders import read_column
 from shuffledp.data.synthetic import zipf_values
 from shuffledp.protocols.base import ProtocolRun
@@ -42,6 +45,7 @@ from shuffledp.protocols.flip import (
     calibrate_flip,
     default_fake_users,
 )
+from shuffledp.protocols.krr import KRRProtocol, calibrate_krr
 
 __all__ = ["main"]
 
@@ -99,11 +103,21 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def _run_to_dict(run: ProtocolRun, calibration: FlipCalibration) -> dict[str, Any]:
+def _run_to_dict(
+    run: ProtocolRun,
+    *,
+    target_delta: float,
+    calibration: str,
+    parameters: dict[str, Any],
+    expected_messages_per_user: float | None = None,
+    local_epsilon: float | None = None,
+) -> dict[str, Any]:
     privacy = run.privacy.to_dict()
-    privacy["target_delta"] = calibration.target_delta
-    privacy["calibration"] = calibration.method
-    return {
+    privacy["target_delta"] = target_delta
+    privacy["calibration"] = calibration
+    if local_epsilon is not None:
+        privacy["local_epsilon"] = local_epsilon
+    out = {
         "protocol": run.protocol,
         "shuffledp_version": __version__,
         "n": run.estimate.n,
@@ -111,16 +125,28 @@ def _run_to_dict(run: ProtocolRun, calibration: FlipCalibration) -> dict[str, An
         "path": run.path,
         "estimate": run.estimate.to_dict(),
         "privacy": privacy,
-        "parameters": {
+        "parameters": parameters,
+        "messages": run.messages,
+        "messages_per_user": run.messages_per_user,
+    }
+    if expected_messages_per_user is not None:
+        out["expected_messages_per_user"] = expected_messages_per_user
+    return out
+
+
+def _flip_run_to_dict(run: ProtocolRun, calibration: FlipCalibration) -> dict[str, Any]:
+    return _run_to_dict(
+        run,
+        target_delta=calibration.target_delta,
+        calibration=calibration.method,
+        parameters={
             "q": calibration.q,
             "k": calibration.fake_users,
             "calibration": calibration.method,
             "local_epsilon": calibration.local_epsilon,
         },
-        "messages": run.messages,
-        "messages_per_user": run.messages_per_user,
-        "expected_messages_per_user": calibration.expected_messages_per_user,
-    }
+        expected_messages_per_user=calibration.expected_messages_per_user,
+    )
 
 
 # --------------------------------------------------------------------------- run
@@ -146,7 +172,7 @@ def _cmd_run_flip(args: argparse.Namespace) -> int:
         n, len(encoded.domain), epsilon, delta, fake_users=fake, calibration=args.calibration
     )
     run = protocol.run(encoded.indices, path=args.path, seed=args.seed, domain=encoded.domain)
-    result = _run_to_dict(run, protocol.calibration)
+    result = _flip_run_to_dict(run, protocol.calibration)
     result["input"] = {"file": str(args.input), "column": args.column}
     text = json.dumps(result, indent=2) + "\n"
     if plot is not None:
@@ -167,6 +193,64 @@ def _cmd_run_flip(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_encoded(args: argparse.Namespace) -> EncodedColumn:
+    domain = parse_domain(args.domain) if args.domain is not None else None
+    values = read_column(args.input, args.column)
+    return encode_values(values, domain)
+
+
+def _emit(result: dict[str, Any], output: Path | None) -> None:
+    text = json.dumps(result, indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        _write_atomically(output, text)
+
+
+def _cmd_run_krr(args: argparse.Namespace) -> int:
+    epsilon = _checked(check_epsilon, args.epsilon, "--epsilon")
+    delta = _checked(check_delta, args.delta, "--delta")
+    epsilon0 = (
+        None if args.epsilon0 is None else _checked(check_epsilon, args.epsilon0, "--epsilon0")
+    )
+    if args.seed is not None:
+        _checked(check_int, args.seed, "--seed")
+    output = _writable(args.output, "--output")
+    plot = _writable(args.plot, "--plot")
+    if plot is not None:
+        from shuffledp.plotting import require_matplotlib
+
+        require_matplotlib()
+    encoded = _load_encoded(args)
+    n = len(encoded.indices)
+    protocol = KRRProtocol.calibrated(
+        n, len(encoded.domain), epsilon, delta, epsilon0=epsilon0, estimator=args.estimator
+    )
+    run = protocol.run(encoded.indices, path=args.path, seed=args.seed, domain=encoded.domain)
+    cal = protocol.calibration
+    result = _run_to_dict(
+        run,
+        target_delta=delta,
+        calibration=cal.method,
+        parameters=protocol.parameters(),
+        local_epsilon=cal.epsilon0,
+    )
+    result["input"] = {"file": str(args.input), "column": args.column}
+    if plot is not None:
+        from shuffledp.plotting import plot_histogram_estimate
+
+        plot_histogram_estimate(
+            run.estimate,
+            plot,
+            title=(
+                f"k-RR ({args.estimator}) estimate of {args.column!r} "
+                f"(n={n}, ε={epsilon:g}, δ={run.privacy.delta:.2g}, ε₀={cal.epsilon0:.3g})"
+            ),
+        )
+    _emit(result, output)
+    return 0
+
+
 # ----------------------------------------------------------------------- account
 
 
@@ -176,6 +260,54 @@ def _fmt(value: float) -> str:
     if abs(value) >= 1e4 or abs(value) < 1e-3:
         return f"{value:.3e}"
     return f"{value:.4g}"
+
+
+def _cmd_account_krr(args: argparse.Namespace) -> int:
+    n = _checked(check_int, args.n, "--n", minimum=1)
+    k = _checked(check_int, args.domain_size, "--domain-size", minimum=2)
+    epsilon = _checked(check_epsilon, args.epsilon, "--epsilon")
+    delta = _checked(check_delta, args.delta, "--delta")
+    exact = calibrate_krr(n, k, epsilon, delta)
+    # The paper's experiments run k-RR at epsilon0 = epsilon; certify what that gives.
+    a, b = krr_probabilities(epsilon, k)
+    paper_delta = krr_delta(epsilon, epsilon, k, n)
+    paper = {
+        "epsilon0": epsilon,
+        "k": k,
+        "epsilon": epsilon,
+        "delta": paper_delta,
+        "delta_lower": krr_delta_lower_bound(epsilon, epsilon, k, n),
+        "stderr": math.sqrt(n / k * a * (1 - a) + (n - n / k) * b * (1 - b)) / (a - b),
+    }
+    paper["linf_error"] = expected_max_abs_normal(paper["stderr"], k)
+    if args.json:
+        out = {
+            "n": n,
+            "domain_size": k,
+            "epsilon": epsilon,
+            "target_delta": delta,
+            "exact": exact.to_dict(),
+            "paper_setting": paper,
+        }
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return 0
+    print(f"k-RR at n={n}, k={k}, epsilon={epsilon:g}, target delta={delta:g}")
+    print(f"{'':40s}{'epsilon0 = epsilon':>20s}{'exact':>14s}")
+    rows = [
+        ("local epsilon0", "epsilon0"),
+        ("certified delta at epsilon", "delta"),
+        ("delta of a concrete pair (lower bound)", "delta_lower"),
+        ("per-bin standard error (uniform data)", "stderr"),
+        ("expected l-inf error (counts)", "linf_error"),
+    ]
+    exact_d = exact.to_dict()
+    for label, key in rows:
+        print(f"{label:40s}{_fmt(paper[key]):>20s}{_fmt(exact_d[key]):>14s}")
+    print(
+        f"exact calibration: epsilon0 {exact.epsilon0:.3g} instead of {epsilon:g}, "
+        f"standard error {paper['stderr'] / exact.stderr:.2f}x smaller"
+    )
+    return 0
 
 
 def _cmd_account_flip(args: argparse.Namespace) -> int:
@@ -364,6 +496,96 @@ def _add_mechanism_options(parser: argparse.ArgumentParser, *, calibrating: bool
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
+def _cmd_experiment_krr(args: argparse.Namespace) -> int:
+    from shuffledp.data.real import BoundingBox, load_flights_destinations, load_gowalla_cells
+    from shuffledp.experiments.krr_vs_gaussian import (
+        DataSet,
+        ExperimentConfig,
+        run_krr_vs_gaussian,
+    )
+    from shuffledp.plotting import require_matplotlib
+
+    require_matplotlib()
+    seed = _checked(check_int, args.seed, "--seed")
+    reps = (
+        _checked(check_int, args.repetitions, "--repetitions", minimum=1)
+        if args.repetitions
+        else None
+    )
+    out_dir = Path(args.output_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InvalidParameterError(f"--output-dir: {str(out_dir)!r} is not a directory")
+    config = ExperimentConfig.quick(seed) if args.quick else ExperimentConfig(seed=seed)
+    if args.data != "synthetic":
+        sizes = (10_000,) if args.quick else (10_000, 100_000)
+        extra: list[DataSet] = []
+        if args.data == "flights":
+            for size in sizes:
+                enc = load_flights_destinations(sample=size, seed=seed)
+                extra.append(DataSet(f"flights dest (n={size})", enc.histogram, enc.domain))
+        else:
+            if args.gowalla_path is None:
+                raise InvalidParameterError("--data gowalla needs --gowalla-path FILE")
+            grid = tuple(
+                _checked(check_int, int(v), "--grid", minimum=1) for v in args.grid.split(",")
+            )
+            if len(grid) != 2:
+                raise InvalidParameterError(f"--grid must be ROWS,COLS, got {args.grid!r}")
+            enc = load_gowalla_cells(
+                args.gowalla_path, BoundingBox.parse(args.bbox), (grid[0], grid[1])
+            )
+            extra.append(DataSet(f"gowalla (n={len(enc.indices)})", enc.histogram, enc.domain))
+        config = ExperimentConfig(
+            ks=(),
+            ns=(),
+            epsilon0=config.epsilon0,
+            epsilons=config.epsilons,
+            repetitions=config.repetitions,
+            seed=seed,
+            extra_data=tuple(extra),
+        )
+    if reps is not None:
+        config = ExperimentConfig(
+            ks=config.ks,
+            ns=config.ns,
+            epsilon0=config.epsilon0,
+            epsilons=config.epsilons,
+            repetitions=reps,
+            seed=seed,
+            extra_data=config.extra_data,
+        )
+    result = run_krr_vs_gaussian(config, out_dir)
+    eps_show = 1.0 if 1.0 in config.epsilons else min(config.epsilons)
+    print(
+        f"k-RR (epsilon0={config.epsilon0:g}) vs central mechanisms; median TV distance at "
+        f"epsilon={eps_show:g} over {config.repetitions} runs"
+    )
+    print(
+        f"{'data':28s}{'delta source':>14s}{'delta':>11s}{'gaussian':>10s}{'laplace':>10s}"
+        f"{'shuffle':>10s}{'shuf+INV':>10s}"
+    )
+    table: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in result["summary"]:
+        if row["epsilon"] == eps_show:
+            entry = table.setdefault((row["data"], row["delta_source"]), {"delta": row["delta"]})
+            entry[row["mechanism"]] = row["median_tv"]
+    for (name, source), entry in table.items():
+        cells = "".join(
+            f"{_fmt(entry[m]) if m in entry else '-':>10s}"
+            for m in ("gaussian", "laplace", "shuffle", "shuffle+INV")
+        )
+        print(f"{name:28s}{source:>14s}{_fmt(entry['delta']):>11s}{cells}")
+    print("paper: delta from the k-RR paper's printed formula (a reproduction, not a guarantee);")
+    print("exact: the certified worst-case delta of the shuffled k-RR")
+    print("       (what the comparison really is).")
+    print(
+        "At epsilon = epsilon0 both deltas are 0: only the Laplace mechanism is comparable there."
+    )
+    for path in result["files"]:
+        print(f"wrote {path}")
+    return 0
+
+
 # -------------------------------------------------------------------------- demo
 
 
@@ -426,7 +648,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             "(bars: estimate, red: truth)"
         ),
     )
-    result = _run_to_dict(run, cal)
+    result = _flip_run_to_dict(run, cal)
     result["true_counts"] = [int(c) for c in truth]
     result["linf_error"] = linf
     _write_atomically(out_dir / "flip_demo.json", json.dumps(result, indent=2) + "\n")
@@ -458,6 +680,25 @@ def _build_parser() -> _Parser:
     flip.add_argument("--plot", default=None, help="write a bar chart with error bars (PNG)")
     flip.set_defaults(handler=_cmd_run_flip)
 
+    krr = run_protocols.add_parser("krr", help="k-randomized response, one message per user")
+    krr.add_argument("--input", required=True, help="CSV (with header) or Parquet file")
+    krr.add_argument("--column", required=True, help="column holding each user's value")
+    krr.add_argument("--epsilon", required=True, type=_float)
+    krr.add_argument("--delta", required=True, type=_float)
+    krr.add_argument(
+        "--epsilon0",
+        type=_float,
+        default=None,
+        help="local epsilon (default: the largest the target allows)",
+    )
+    krr.add_argument("--estimator", choices=ESTIMATORS, default="inversion")
+    krr.add_argument("--domain", default=None, help="comma-separated values, in bin order")
+    krr.add_argument("--seed", type=_int, default=None, help="reproducible run (seeded shuffle)")
+    krr.add_argument("--path", choices=("message", "count"), default="message")
+    krr.add_argument("--output", default=None, help="write the JSON result here (default: stdout)")
+    krr.add_argument("--plot", default=None, help="write a bar chart with error bars (PNG)")
+    krr.set_defaults(handler=_cmd_run_krr)
+
     account = commands.add_parser("account", help="privacy accounting and calibration")
     account_protocols = account.add_subparsers(dest="protocol", required=True, metavar="QUESTION")
     aflip = account_protocols.add_parser("flip", help="FLIP: paper vs exact calibration")
@@ -468,6 +709,14 @@ def _build_parser() -> _Parser:
     aflip.add_argument("--fake-users", type=_int, default=None)
     aflip.add_argument("--json", action="store_true", help="print JSON")
     aflip.set_defaults(handler=_cmd_account_flip)
+
+    akrr = account_protocols.add_parser("krr", help="k-RR: epsilon0 = epsilon vs exact calibration")
+    akrr.add_argument("--n", required=True, type=_int, help="number of users")
+    akrr.add_argument("--domain-size", required=True, type=_int, help="number of values k")
+    akrr.add_argument("--epsilon", required=True, type=_float)
+    akrr.add_argument("--delta", required=True, type=_float)
+    akrr.add_argument("--json", action="store_true", help="print JSON")
+    akrr.set_defaults(handler=_cmd_account_krr)
 
     amplify = account_protocols.add_parser(
         "amplify", help="amplified epsilon at a delta, every bound"
@@ -492,6 +741,23 @@ def _build_parser() -> _Parser:
     _add_mechanism_options(acal, calibrating=True)
     acal.set_defaults(handler=_cmd_account_calibrate)
 
+    experiment = commands.add_parser("experiment", help="paper reproductions (CSV and PNG)")
+    experiments = experiment.add_subparsers(dest="experiment", required=True, metavar="NAME")
+    kvg = experiments.add_parser("krr-vs-gaussian", help="shuffled k-RR vs the central Gaussian")
+    kvg.add_argument("--quick", action="store_true", help="a reduced grid (well under a minute)")
+    kvg.add_argument("--output-dir", default="experiment-output")
+    kvg.add_argument("--data", choices=("synthetic", "flights", "gowalla"), default="synthetic")
+    kvg.add_argument("--gowalla-path", default=None, help="SNAP Gowalla check-ins file")
+    kvg.add_argument(
+        "--bbox",
+        default="37.70,37.81,-122.52,-122.38",
+        help="lat_min,lat_max,lon_min,lon_max (default: northern San Francisco)",
+    )
+    kvg.add_argument("--grid", default="10,10", help="ROWS,COLS of the cell grid")
+    kvg.add_argument("--repetitions", type=_int, default=None)
+    kvg.add_argument("--seed", type=_int, default=2023)
+    kvg.set_defaults(handler=_cmd_experiment_krr)
+
     demo = commands.add_parser("demo", help="FLIP end to end on built-in Zipf data")
     demo.add_argument("--n", type=_int, default=100_000)
     demo.add_argument("--domain-size", type=_int, default=100)
@@ -513,6 +779,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except (ShuffleDPError, FileNotFoundError) as exc:
         print(f"shuffledp: error: {exc}", file=sys.stderr)
         return 2

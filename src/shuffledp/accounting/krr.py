@@ -17,8 +17,9 @@ uniform on the k − 2 other values. So, by joint convexity,
     δ(ε) ≤ Σ_B P[B]·H_ε(pair_B).
 
 One more blanket report is a post-processing, so H_ε(pair_B) decreases in B;
-B's window is summed value by value when it is at most 400 wide, else in 64
-blocks of about equal probability, each charged at its smallest B.
+B's window is summed value by value when it is at most 400 wide; otherwise in
+blocks of about equal probability, split where a block's two ends disagree by
+more than 0.2% of the total, each charged at its smallest B.
 
 Lower bounds (:func:`krr_delta_lower_bound`). In a dataset where every other
 user holds the same third value z, the likelihood ratio of the histogram
@@ -47,6 +48,7 @@ import numpy as np
 
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
 from shuffledp.accounting._binomial import (
+    DEFAULT_TAIL,
     Window,
     binomial_window,
     convolve,
@@ -97,15 +99,27 @@ def krr_delta_two_count_marginal(
     return two_count_delta(krr_worst_case_pair(epsilon0, k, n), epsilon, rounding=rounding)
 
 
-_BLOCKS = 64
+_BLOCKS = 32
 #: Windows of B at most this wide are summed value by value.
 _EXACT_UP_TO = 400
+#: Split blocks until none spans more than this fraction of the bound (or the budget ends).
+_REFINE_TOLERANCE = 0.002
+_REFINE_BUDGET = 200
 
 
 def krr_delta(
-    epsilon: float, epsilon0: float, k: int, n: int, *, rounding: Rounding = "up"
+    epsilon: float,
+    epsilon0: float,
+    k: int,
+    n: int,
+    *,
+    rounding: Rounding = "up",
+    tail: float = DEFAULT_TAIL,
 ) -> float:
     """Return a δ(ε) that holds for every dataset (the blanket bound of the module docstring).
+
+    For ε ≥ ε₀ the answer is 0: k-RR is ε₀-LDP, so the shuffled histogram is
+    (ε₀, 0)-DP whatever the other users hold.
 
     Args:
         epsilon: ε > 0.
@@ -115,25 +129,51 @@ def krr_delta(
         rounding: ``"up"`` (certified upper bound). ``"down"`` charges each block
             at its largest B and rounds the pairs down: a lower bound on this
             bound, used to measure how much the blocking costs.
+        tail: Mass left out of each binomial window, which sets the smallest δ
+            resolved; smaller values cost wider sums.
     """
     epsilon = check_epsilon(epsilon)
+    if epsilon >= check_epsilon(epsilon0, "epsilon0"):
+        return 0.0
     a, b = krr_probabilities(epsilon0, k)
     n = check_int(n, "n", minimum=1)
-    window = binomial_window(n - 1, min(1.0, k * b))
+    window = binomial_window(n - 1, min(1.0, k * b), tail)
     lo, hi = window.lo, window.hi
-    # Blocks of about equal probability: fine where B's mass is, coarse in its tails.
+    rate = min(1.0, 2.0 / k)
+    cache: dict[int, float] = {}
+
+    def pair_delta(blanket: int) -> float:
+        if blanket not in cache:
+            pair = TwoCountPair(blanket=blanket, rate=rate, w1=a, w2=b)
+            cache[blanket] = two_count_delta(pair, epsilon, rounding=rounding, tail=tail)
+        return cache[blanket]
+
+    cumulative = np.concatenate([[0.0], np.cumsum(window.pmf)])
     if len(window.pmf) <= _EXACT_UP_TO:
-        edges = np.arange(len(window.pmf) + 1)
+        total = float(sum(window.pmf[i] * pair_delta(lo + i) for i in range(len(window.pmf))))
     else:
-        cumulative = np.cumsum(window.pmf)
-        cuts = np.searchsorted(cumulative, np.linspace(0, cumulative[-1], _BLOCKS + 1)[1:-1])
-        edges = np.unique(np.concatenate([[0], cuts, [len(window.pmf)]]))
-    total = 0.0
-    for first, last in itertools.pairwise(edges):
-        mass = float(np.sum(window.pmf[first:last]))
-        charged = lo + (first if rounding == "up" else last - 1)
-        pair = TwoCountPair(blanket=int(charged), rate=min(1.0, 2.0 / k), w1=a, w2=b)
-        total += mass * two_count_delta(pair, epsilon, rounding=rounding)
+        # Blocks of about equal probability, then split where the block's two ends
+        # disagree: H_ε(pair_B) decreases in B, so a block [i, j) lies between
+        # mass·δ(j − 1) and mass·δ(i); it is charged at the safe end.
+        cuts = np.searchsorted(cumulative[1:], np.linspace(0, cumulative[-1], _BLOCKS + 1)[1:-1])
+        edges = sorted(set(np.concatenate([[0], cuts, [len(window.pmf)]]).tolist()))
+        blocks = [(int(i), int(j)) for i, j in itertools.pairwise(edges) if j > i]
+        for _ in range(_REFINE_BUDGET):
+            spans = [
+                (cumulative[j] - cumulative[i]) * (pair_delta(lo + i) - pair_delta(lo + j - 1))
+                for i, j in blocks
+            ]
+            upper = sum((cumulative[j] - cumulative[i]) * pair_delta(lo + i) for i, j in blocks)
+            worst = int(np.argmax(spans))
+            i, j = blocks[worst]
+            if spans[worst] <= _REFINE_TOLERANCE * upper or j - i <= 1:
+                break
+            mid = (i + j) // 2
+            blocks[worst : worst + 1] = [(i, mid), (mid, j)]
+        total = sum(
+            (cumulative[j] - cumulative[i]) * pair_delta(lo + (i if rounding == "up" else j - 1))
+            for i, j in blocks
+        )
     mass_error = window.rel_error + (hi - lo + 2) * 2.0**-53
     if rounding == "up":
         return min(1.0, total * (1.0 + mass_error) + window.dropped)

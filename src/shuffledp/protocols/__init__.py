@@ -7,13 +7,17 @@ from shuffledp.protocols.flip import (
     calibrate_flip,
     default_fake_users,
 )
+from shuffledp.protocols.krr import KRRCalibration, KRRProtocol, calibrate_krr
 
 __all__ = [
     "ExecutionPath",
     "FlipCalibration",
     "FlipProtocol",
+    "KRRCalibration",
+    "KRRProtocol",
     "ProtocolRun",
     "ShuffleProtocol",
     "calibrate_flip",
+    "calibrate_krr",
     "default_fake_users",
 ]
