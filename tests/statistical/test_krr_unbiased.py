@@ -27,3 +27,36 @@ def test_inversion_unbiased_with_stated_variance(path):
     # The reported standard errors estimate the same quantity.
     stated = np.array([r.estimate.stderr for r in runs]).mean(axis=0)
     np.testing.assert_allclose(stated, sd, rtol=0.05)
+
+
+def test_message_and_count_paths_agree_in_distribution():
+    from scipy import stats
+
+    from shuffledp.randomizers.krr import KRRRandomizer
+
+    truth = np.array([40, 25, 10, 5])
+    n = int(truth.sum())
+    randomizer = KRRRandomizer(4, 1.2)
+    a, b = randomizer.keep_probability, randomizer.other_probability
+    values = np.repeat(np.arange(4), truth)
+    rng = np.random.default_rng(99)
+    reps = 4000
+    message = np.array(
+        [np.bincount(randomizer.randomize(values, rng).payload, minlength=4) for _ in range(reps)]
+    )
+    count = np.array([randomizer.sample_counts(truth, rng) for _ in range(reps)])
+    for j in range(4):
+        # Exact marginal law of bin j: Bin(h_j, a) + Bin(n − h_j, b).
+        pmf = np.convolve(
+            stats.binom.pmf(np.arange(truth[j] + 1), truth[j], a),
+            stats.binom.pmf(np.arange(n - truth[j] + 1), n - truth[j], b),
+        )
+        for sample in (message[:, j], count[:, j]):
+            observed = np.bincount(sample, minlength=len(pmf)).astype(float)
+            expected = pmf * reps
+            keep = expected >= 5
+            obs = np.append(observed[keep], observed[~keep].sum())
+            exp = np.append(expected[keep], expected[~keep].sum())
+            exp *= obs.sum() / exp.sum()
+            assert stats.chisquare(obs, exp).pvalue > 1e-3
+        assert stats.ks_2samp(message[:, j], count[:, j]).pvalue > 1e-3
