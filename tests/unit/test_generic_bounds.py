@@ -113,3 +113,40 @@ def test_published_bennett_integration_is_not_a_bound():
 def test_tiny_bounds_do_not_underflow_to_zero():
     assert bbgn2019_hoeffding_delta(0.05, 0.5, 10**6).value > 0.0
     assert erlingsson2019_delta(0.4, 0.45, 10**7).value > 0.0
+
+
+def test_generic_numerical_bounds_hold_for_random_randomizers():
+    # Every dataset and every move, for random eps0-LDP channels with up to 3
+    # outputs, by enumerating all report tuples (tests/unit/_bruteforce.py).
+    import itertools
+
+    from _bruteforce import histogram_law, hockey_stick_both
+
+    rng = np.random.default_rng(31)
+    for trial in range(12):
+        inputs, outputs, n = (
+            int(rng.integers(2, 4)),
+            int(rng.integers(2, 4)),
+            int(rng.integers(3, 5)),
+        )
+        channel = rng.uniform(0.05, 1.0, (inputs, outputs))
+        if trial % 3 == 0:  # rows with one heavy output, like randomized response
+            channel = np.ones((inputs, outputs))
+            for row in range(inputs):
+                channel[row, rng.integers(0, outputs)] = math.exp(rng.uniform(0.5, 2.5))
+        channel /= channel.sum(axis=1, keepdims=True)
+        eps0 = float(np.log(np.max(channel[:, None, :] / channel[None, :, :])))
+        for eps in (0.05, 0.3, 0.8):
+            worst = 0.0
+            for others in itertools.combinations_with_replacement(range(inputs), n - 1):
+                for x0, x1 in itertools.permutations(range(inputs), 2):
+                    worst = max(
+                        worst,
+                        hockey_stick_both(
+                            histogram_law([*others, x0], channel),
+                            histogram_law([*others, x1], channel),
+                            eps,
+                        ),
+                    )
+            assert two_count_delta(vr_generic_pair(eps0, n), eps) >= worst - 1e-12
+            assert two_count_delta(fmt2021_numeric_pair(eps0, n), eps) >= worst - 1e-12

@@ -364,7 +364,9 @@ def calibrate(
         final = Mechanism(kind=kind, n=n, epsilon0=value, **params)
         return CalibrationResult("epsilon0", value, _delta_for(chosen, final, epsilon))
     if kind == "flip":
-        fake = check_int(params.get("fake_users", 0), "fake_users", minimum=0)
+        if "fake_users" not in params:
+            raise InvalidParameterError("calibrating FLIP needs fake_users (k)")
+        fake = check_int(params["fake_users"], "fake_users", minimum=0)
         extra = {key: v for key, v in params.items() if key != "fake_users"}
         q = calibrate_flip_q(epsilon, target, n, fake)
         final = Mechanism(kind="flip", n=n, q=q, fake_users=fake, **extra)
