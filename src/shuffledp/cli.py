@@ -152,10 +152,8 @@ def _flip_run_to_dict(run: ProtocolRun, calibration: FlipCalibration) -> dict[st
 # --------------------------------------------------------------------------- run
 
 
-def _cmd_run_flip(args: argparse.Namespace) -> int:
-    epsilon = _checked(check_epsilon, args.epsilon, "--epsilon")
-    delta = _checked(check_delta, args.delta, "--delta")
-    fake = None if args.fake_users is None else _checked(check_int, args.fake_users, "--fake-users")
+def _prepare_run(args: argparse.Namespace) -> tuple[Path | None, Path | None]:
+    """Check the options every ``run`` shares; return the output and plot paths."""
     if args.seed is not None:
         _checked(check_int, args.seed, "--seed")
     output = _writable(args.output, "--output")
@@ -164,33 +162,7 @@ def _cmd_run_flip(args: argparse.Namespace) -> int:
         from shuffledp.plotting import require_matplotlib
 
         require_matplotlib()
-    domain = parse_domain(args.domain) if args.domain is not None else None
-    values = read_column(args.input, args.column)
-    encoded = encode_values(values, domain)
-    n = len(encoded.indices)
-    protocol = FlipProtocol.calibrated(
-        n, len(encoded.domain), epsilon, delta, fake_users=fake, calibration=args.calibration
-    )
-    run = protocol.run(encoded.indices, path=args.path, seed=args.seed, domain=encoded.domain)
-    result = _flip_run_to_dict(run, protocol.calibration)
-    result["input"] = {"file": str(args.input), "column": args.column}
-    text = json.dumps(result, indent=2) + "\n"
-    if plot is not None:
-        from shuffledp.plotting import plot_histogram_estimate
-
-        plot_histogram_estimate(
-            run.estimate,
-            plot,
-            title=(
-                f"FLIP estimate of {args.column!r} "
-                f"(n={n}, ε={epsilon:g}, δ={run.privacy.delta:.2g})"
-            ),
-        )
-    if output is None:
-        sys.stdout.write(text)
-    else:
-        _write_atomically(output, text)
-    return 0
+    return output, plot
 
 
 def _load_encoded(args: argparse.Namespace) -> EncodedColumn:
@@ -199,12 +171,41 @@ def _load_encoded(args: argparse.Namespace) -> EncodedColumn:
     return encode_values(values, domain)
 
 
-def _emit(result: dict[str, Any], output: Path | None) -> None:
+def _finish_run(
+    result: dict[str, Any],
+    run: ProtocolRun,
+    args: argparse.Namespace,
+    output: Path | None,
+    plot: Path | None,
+    title: str,
+) -> int:
+    """Plot (if asked), then write the JSON result; nothing is written before both succeed."""
+    result["input"] = {"file": str(args.input), "column": args.column}
+    if plot is not None:
+        from shuffledp.plotting import plot_histogram_estimate
+
+        plot_histogram_estimate(run.estimate, plot, title=title)
     text = json.dumps(result, indent=2) + "\n"
     if output is None:
         sys.stdout.write(text)
     else:
         _write_atomically(output, text)
+    return 0
+
+
+def _cmd_run_flip(args: argparse.Namespace) -> int:
+    epsilon = _checked(check_epsilon, args.epsilon, "--epsilon")
+    delta = _checked(check_delta, args.delta, "--delta")
+    fake = None if args.fake_users is None else _checked(check_int, args.fake_users, "--fake-users")
+    output, plot = _prepare_run(args)
+    encoded = _load_encoded(args)
+    n = len(encoded.indices)
+    protocol = FlipProtocol.calibrated(
+        n, len(encoded.domain), epsilon, delta, fake_users=fake, calibration=args.calibration
+    )
+    run = protocol.run(encoded.indices, path=args.path, seed=args.seed, domain=encoded.domain)
+    title = f"FLIP estimate of {args.column!r} (n={n}, ε={epsilon:g}, δ={run.privacy.delta:.2g})"
+    return _finish_run(_flip_run_to_dict(run, protocol.calibration), run, args, output, plot, title)
 
 
 def _cmd_run_krr(args: argparse.Namespace) -> int:
@@ -213,14 +214,7 @@ def _cmd_run_krr(args: argparse.Namespace) -> int:
     epsilon0 = (
         None if args.epsilon0 is None else _checked(check_epsilon, args.epsilon0, "--epsilon0")
     )
-    if args.seed is not None:
-        _checked(check_int, args.seed, "--seed")
-    output = _writable(args.output, "--output")
-    plot = _writable(args.plot, "--plot")
-    if plot is not None:
-        from shuffledp.plotting import require_matplotlib
-
-        require_matplotlib()
+    output, plot = _prepare_run(args)
     encoded = _load_encoded(args)
     n = len(encoded.indices)
     protocol = KRRProtocol.calibrated(
@@ -235,20 +229,11 @@ def _cmd_run_krr(args: argparse.Namespace) -> int:
         parameters=protocol.parameters(),
         local_epsilon=cal.epsilon0,
     )
-    result["input"] = {"file": str(args.input), "column": args.column}
-    if plot is not None:
-        from shuffledp.plotting import plot_histogram_estimate
-
-        plot_histogram_estimate(
-            run.estimate,
-            plot,
-            title=(
-                f"k-RR ({args.estimator}) estimate of {args.column!r} "
-                f"(n={n}, ε={epsilon:g}, δ={run.privacy.delta:.2g}, ε₀={cal.epsilon0:.3g})"
-            ),
-        )
-    _emit(result, output)
-    return 0
+    title = (
+        f"k-RR ({args.estimator}) estimate of {args.column!r} "
+        f"(n={n}, ε={epsilon:g}, δ={run.privacy.delta:.2g}, ε₀={cal.epsilon0:.3g})"
+    )
+    return _finish_run(result, run, args, output, plot, title)
 
 
 # ----------------------------------------------------------------------- account
@@ -659,6 +644,20 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------ parser
 
 
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", required=True, help="CSV (with header) or Parquet file")
+    parser.add_argument("--column", required=True, help="column holding each user's value")
+    parser.add_argument("--epsilon", required=True, type=_float)
+    parser.add_argument("--delta", required=True, type=_float)
+    parser.add_argument("--domain", default=None, help="comma-separated values, in bin order")
+    parser.add_argument("--seed", type=_int, default=None, help="reproducible run (seeded shuffle)")
+    parser.add_argument("--path", choices=("message", "count"), default="message")
+    parser.add_argument(
+        "--output", default=None, help="write the JSON result here (default: stdout)"
+    )
+    parser.add_argument("--plot", default=None, help="write a bar chart with error bars (PNG)")
+
+
 def _build_parser() -> _Parser:
     parser = _Parser(prog="shuffledp", description="Differential privacy in the shuffle model.")
     parser.add_argument("--version", action="version", version=f"shuffledp {__version__}")
@@ -667,24 +666,13 @@ def _build_parser() -> _Parser:
     run = commands.add_parser("run", help="run a protocol on a data file")
     run_protocols = run.add_subparsers(dest="protocol", required=True, metavar="PROTOCOL")
     flip = run_protocols.add_parser("flip", help="FLIP: bit flipping plus fake users")
-    flip.add_argument("--input", required=True, help="CSV (with header) or Parquet file")
-    flip.add_argument("--column", required=True, help="column holding each user's value")
-    flip.add_argument("--epsilon", required=True, type=_float)
-    flip.add_argument("--delta", required=True, type=_float)
+    _add_run_options(flip)
     flip.add_argument("--fake-users", type=_int, default=None, help="k (default: 100 or more)")
     flip.add_argument("--calibration", choices=CALIBRATION_METHODS, default="exact")
-    flip.add_argument("--domain", default=None, help="comma-separated values, in bin order")
-    flip.add_argument("--seed", type=_int, default=None, help="reproducible run (seeded shuffle)")
-    flip.add_argument("--path", choices=("message", "count"), default="message")
-    flip.add_argument("--output", default=None, help="write the JSON result here (default: stdout)")
-    flip.add_argument("--plot", default=None, help="write a bar chart with error bars (PNG)")
     flip.set_defaults(handler=_cmd_run_flip)
 
     krr = run_protocols.add_parser("krr", help="k-randomized response, one message per user")
-    krr.add_argument("--input", required=True, help="CSV (with header) or Parquet file")
-    krr.add_argument("--column", required=True, help="column holding each user's value")
-    krr.add_argument("--epsilon", required=True, type=_float)
-    krr.add_argument("--delta", required=True, type=_float)
+    _add_run_options(krr)
     krr.add_argument(
         "--epsilon0",
         type=_float,
@@ -692,11 +680,6 @@ def _build_parser() -> _Parser:
         help="local epsilon (default: the largest the target allows)",
     )
     krr.add_argument("--estimator", choices=ESTIMATORS, default="inversion")
-    krr.add_argument("--domain", default=None, help="comma-separated values, in bin order")
-    krr.add_argument("--seed", type=_int, default=None, help="reproducible run (seeded shuffle)")
-    krr.add_argument("--path", choices=("message", "count"), default="message")
-    krr.add_argument("--output", default=None, help="write the JSON result here (default: stdout)")
-    krr.add_argument("--plot", default=None, help="write a bar chart with error bars (PNG)")
     krr.set_defaults(handler=_cmd_run_krr)
 
     account = commands.add_parser("account", help="privacy accounting and calibration")
