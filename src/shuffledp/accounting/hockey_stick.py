@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "hockey_stick",
+    "hockey_stick_both",
     "hockey_stick_product",
     "rounding_allowance",
 ]
@@ -72,6 +73,11 @@ def hockey_stick(p: FloatArray, q: FloatArray, epsilon: float) -> float:
         raise ValueError(f"p and q must have the same shape, got {p.shape} and {q.shape}")
     diff = p - math.exp(epsilon) * q
     return float(np.sum(diff[diff > 0]))
+
+
+def hockey_stick_both(p: FloatArray, q: FloatArray, epsilon: float) -> float:
+    """Return max(H_ε(P‖Q), H_ε(Q‖P)): the δ(ε) of a pair of neighbouring outputs."""
+    return max(hockey_stick(p, q, epsilon), hockey_stick(q, p, epsilon))
 
 
 def hockey_stick_product(

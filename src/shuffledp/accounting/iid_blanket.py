@@ -36,12 +36,10 @@ from numpy.typing import NDArray
 
 from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.accounting._binomial import DEFAULT_TAIL, Window, binomial_pmf, binomial_window
-from shuffledp.accounting.two_counts import Rounding, _symmetric_tail
+from shuffledp.accounting.two_counts import Rounding, certify, line_divergence
 
 __all__ = ["MAX_CELLS", "IidBlanket", "iid_blanket_delta"]
 
-_UNIT_ROUNDOFF = 2.0**-53
-_TAIL_RELATIVE_ERROR = 1e-9
 #: Largest (s, w) grid the exact sum builds (8 bytes a cell).
 MAX_CELLS = 30_000_000
 #: Grid cells evaluated per vectorized block.
@@ -146,38 +144,30 @@ def iid_blanket_delta(
     skipped = 0.0
     w = grid.w
     chunk = max(1, _CELLS // max(1, len(w)))
-
     lines = np.arange(max(1, s_window.lo), s_window.hi + 2, dtype=np.int64)
     joint = grid.joint  # rows s = s_lo − 1 … s_hi + 1, columns w = w_lo − 1 … w_hi
     for start in range(0, len(lines), chunk):
         s_block = lines[start : start + chunk]
         r = s_block - (s_window.lo - 1)
         o_prev = joint[r - 1, 1:]
-        o_same = joint[r, 1:]
-        o_same_shift = joint[r, :-1]
-        beta = pz * o_same_shift + pr * o_same
+        beta = pz * joint[r, :-1] + pr * joint[r, 1:]  # P[S = s, W = w − 1], P[S = s, W = w]
         alpha = p0 * o_prev + 0.5 * beta
         gamma = p1 * o_prev + 0.5 * beta
-        live = alpha > e_eps * gamma
-        # Lines whose whole mass is negligible are charged in full instead of summed.
-        faint = live & (alpha < _FAINT)
+        # Cells whose whole mass is negligible are charged in full instead of summed.
+        faint = (alpha > e_eps * gamma) & (alpha < _FAINT)
         skipped += float(np.sum(alpha[faint] + gamma[faint]))
-        live &= ~faint
-        if not np.any(live):
-            continue
-        s_grid = np.broadcast_to(s_block[:, None], alpha.shape)[live].astype(np.float64)
-        al, ga = alpha[live], gamma[live]
-        ratio = (e_eps * al - ga) / (al - e_eps * ga)
-        x_min = np.floor(s_grid * ratio / (1.0 + ratio)) + 1.0
-        t1 = _symmetric_tail(s_grid - 1.0, x_min - 1.0)
-        t2 = _symmetric_tail(s_grid - 1.0, x_min)
-        contrib = (al - e_eps * ga) * t1 + (ga - e_eps * al) * t2
-        total += float(np.sum(np.clip(contrib, 0.0, None)))
-        positive += float(np.sum(al * t1 + ga * t2))
-    rel = s_window.rel_error + grid.rel_w + _TAIL_RELATIVE_ERROR + 8.0 * _UNIT_ROUNDOFF
-    # Mass left out: S's window, and W's tails beyond one window that covers every line.
-    dropped = s_window.dropped + grid.dropped_w + skipped
-    allowance = 8.0 * rel * positive + 1e-15 * positive
-    if rounding == "up":
-        return min(1.0, total + dropped + allowance)
-    return max(0.0, total - e_eps * dropped - allowance)
+        alpha[faint] = 0.0
+        gamma[faint] = 0.0
+        part, mass = line_divergence(alpha, gamma, s_block[:, None], epsilon)
+        total += part
+        positive += mass
+    # Mass left out: S's window, W's tails beyond one window that covers every
+    # line, and the faint cells.
+    return certify(
+        total,
+        positive,
+        dropped=s_window.dropped + grid.dropped_w + skipped,
+        pmf_relative_error=s_window.rel_error + grid.rel_w,
+        epsilon=epsilon,
+        rounding=rounding,
+    )

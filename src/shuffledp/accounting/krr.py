@@ -55,7 +55,7 @@ from shuffledp.accounting._binomial import (
     plus_bernoulli,
     reflected,
 )
-from shuffledp.accounting.hockey_stick import rounding_allowance
+from shuffledp.accounting.hockey_stick import hockey_stick_both, rounding_allowance
 from shuffledp.accounting.iid_blanket import IidBlanket, iid_blanket_delta
 from shuffledp.accounting.two_counts import Rounding, TwoCountPair, two_count_delta
 
@@ -67,7 +67,7 @@ __all__ = [
     "krr_delta_two_count_marginal",
     "krr_marginal_delta",
     "krr_probabilities",
-    "krr_worst_case_pair",
+    "krr_two_count_pair",
 ]
 
 
@@ -79,8 +79,8 @@ def krr_probabilities(epsilon0: float, k: int) -> tuple[float, float]:
     return math.exp(epsilon0) / denom, 1.0 / denom
 
 
-def krr_worst_case_pair(epsilon0: float, k: int, n: int) -> TwoCountPair:
-    """The two-count pair of k-RR: C ~ Bin(n − 1, 2b), w₁ = a, w₂ = b."""
+def krr_two_count_pair(epsilon0: float, k: int, n: int) -> TwoCountPair:
+    """The counts of x₀ and x₁ when no other user holds them: C ~ Bin(n − 1, 2b), w₁ = a, w₂ = b."""
     a, b = krr_probabilities(epsilon0, k)
     n = check_int(n, "n", minimum=1)
     return TwoCountPair(blanket=n - 1, rate=min(1.0, 2.0 * b), w1=a, w2=b)
@@ -96,7 +96,7 @@ def krr_delta_two_count_marginal(
     bound (see the module docstring).
     """
     epsilon = check_epsilon(epsilon)
-    return two_count_delta(krr_worst_case_pair(epsilon0, k, n), epsilon, rounding=rounding)
+    return two_count_delta(krr_two_count_pair(epsilon0, k, n), epsilon, rounding=rounding)
 
 
 _BLOCKS = 32
@@ -206,14 +206,11 @@ def _one_dimensional_delta(
     """Max over directions of H_ε between background + Ber(p_d) and background + Ber(p_d')."""
     first = plus_bernoulli(background, p_d).pmf
     second = plus_bernoulli(background, p_d_prime).pmf
-    e_eps = math.exp(epsilon)
-    forward = float(np.sum(np.clip(first - e_eps * second, 0.0, None)))
-    backward = float(np.sum(np.clip(second - e_eps * first, 0.0, None)))
-    value = max(forward, backward)
+    value = hockey_stick_both(first, second, epsilon)
     allowance = rounding_allowance(background.rel_error, len(first))
     if rounding == "up":
         return min(1.0, value + background.dropped + allowance)
-    return max(0.0, value - e_eps * background.dropped - allowance)
+    return max(0.0, value - math.exp(epsilon) * background.dropped - allowance)
 
 
 def krr_marginal_delta(
@@ -245,9 +242,19 @@ _ENUMERATION_LIMIT = 2_000_000
 
 
 def _enumerated_delta(
-    epsilon: float, epsilon0: float, k: int, others: list[int], x0: int, x1: int
+    epsilon: float,
+    epsilon0: float,
+    k: int,
+    others: list[int],
+    x0: int,
+    x1: int,
+    rounding: Rounding,
 ) -> float:
-    """Exact δ by building the histogram's law user by user on the grid {0..n}^k."""
+    """Exact δ by building the histogram's law user by user on the grid {0..n}^k.
+
+    Each cell is a sum of at most kⁿ products of n probabilities, all positive,
+    so its relative rounding error is below 2n·u; the allowance follows.
+    """
     a, b = krr_probabilities(epsilon0, k)
     n = len(others) + 1
 
@@ -267,11 +274,11 @@ def _enumerated_delta(
         return grid
 
     first, second = law([*others, x0]), law([*others, x1])
-    e_eps = math.exp(epsilon)
-    return max(
-        float(np.sum(np.clip(first - e_eps * second, 0.0, None))),
-        float(np.sum(np.clip(second - e_eps * first, 0.0, None))),
-    )
+    value = hockey_stick_both(first, second, epsilon)
+    allowance = rounding_allowance(2.0 * (n + 1) * 2.0**-53, first.size)
+    if rounding == "up":
+        return min(1.0, value + allowance)
+    return max(0.0, value - allowance)
 
 
 def krr_delta_for_dataset(
@@ -320,7 +327,7 @@ def krr_delta_for_dataset(
         return krr_delta_homogeneous(epsilon, epsilon0, k, 1, rounding=rounding)
     if (n + 1) ** k <= _ENUMERATION_LIMIT:
         values = [int(v) for v in np.repeat(np.arange(k), counts)]
-        return _enumerated_delta(epsilon, epsilon0, k, values, x0, x1)
+        return _enumerated_delta(epsilon, epsilon0, k, values, x0, x1, rounding)
     raise InvalidParameterError(
         f"the exact delta of this dataset needs its whole histogram law ({n + 1}^{k} cells); "
         "use krr_delta (valid for every dataset) and krr_delta_lower_bound"

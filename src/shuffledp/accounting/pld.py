@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 from shuffledp._optional import require
 from shuffledp._validation import InvalidParameterError, check_delta, check_int
 from shuffledp.accounting._binomial import DEFAULT_TAIL, binomial_window, plus_bernoulli
+from shuffledp.accounting.hockey_stick import hockey_stick_both
 from shuffledp.accounting.two_counts import TwoCountPair
 
 __all__ = [
@@ -73,10 +74,7 @@ def delta_from_distributions(p: FloatArray, q: FloatArray, epsilon: float) -> fl
         raise InvalidParameterError("p and q must be on the same grid")
     if np.any(p < 0) or np.any(q < 0):
         raise InvalidParameterError("probabilities must be >= 0")
-    e_eps = math.exp(epsilon)
-    return float(
-        max(np.sum(np.clip(p - e_eps * q, 0.0, None)), np.sum(np.clip(q - e_eps * p, 0.0, None)))
-    )
+    return hockey_stick_both(p, q, epsilon)
 
 
 def _rounded(

@@ -39,8 +39,16 @@ from scipy import special
 
 from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.accounting._binomial import DEFAULT_TAIL, binomial_window
+from shuffledp.accounting.hockey_stick import hockey_stick
 
-__all__ = ["TwoCountPair", "sample_two_count_loss", "two_count_delta", "two_count_delta_direct"]
+__all__ = [
+    "TwoCountPair",
+    "certify",
+    "line_divergence",
+    "sample_two_count_loss",
+    "two_count_delta",
+    "two_count_delta_direct",
+]
 
 Rounding = Literal["up", "down"]
 
@@ -93,6 +101,64 @@ def _symmetric_tail(
     return out
 
 
+def line_divergence(
+    alpha: NDArray[np.float64],
+    gamma: NDArray[np.float64],
+    lines: NDArray[np.float64],
+    epsilon: float,
+) -> tuple[float, float]:
+    """Sum H_ε over lines x + y = s where P = α·b_{s−1}(x−1) + γ·b_{s−1}(x), Q swaps α and γ.
+
+    On each line the ratio b_{s−1}(x−1)/b_{s−1}(x) = x/(s − x) increases with x,
+    so P − e^ε Q is positive exactly for x above a threshold, and the line's
+    contribution is two Bin(s − 1, 1/2) tails.
+
+    Args:
+        alpha: α per line (any shape, broadcast with ``gamma`` and ``lines``).
+        gamma: γ per line (γ ≤ α).
+        lines: s per line.
+        epsilon: ε ≥ 0.
+
+    Returns:
+        (the divergence, P's mass where P > e^ε Q), the second for rounding allowances.
+    """
+    e_eps = math.exp(epsilon)
+    s = np.broadcast_to(lines, np.shape(alpha))
+    live = (s >= 1) & (alpha > e_eps * gamma)
+    if not np.any(live):
+        return 0.0, 0.0
+    a, g, sl = alpha[live], gamma[live], s[live].astype(np.float64)
+    ratio = (e_eps * a - g) / (a - e_eps * g)
+    x_min = np.floor(sl * ratio / (1.0 + ratio)) + 1.0
+    tail_1 = _symmetric_tail(sl - 1.0, x_min - 1.0)  # Σ_{x ≥ x_min} b_{s−1}(x − 1)
+    tail_2 = _symmetric_tail(sl - 1.0, x_min)  # Σ_{x ≥ x_min} b_{s−1}(x)
+    contrib = (a - e_eps * g) * tail_1 + (g - e_eps * a) * tail_2
+    return float(np.sum(np.clip(contrib, 0.0, None))), float(np.sum(a * tail_1 + g * tail_2))
+
+
+def certify(
+    total: float,
+    positive_mass: float,
+    *,
+    dropped: float,
+    pmf_relative_error: float,
+    epsilon: float,
+    rounding: Rounding,
+) -> float:
+    """Round a computed divergence to the safe side.
+
+    Every probability entering the lines is within ``pmf_relative_error`` (plus
+    the tails' :data:`_TAIL_RELATIVE_ERROR`) of the truth; each line's terms move
+    by at most that fraction of P's mass where P > e^ε Q, and points outside the
+    windows carry at most ``dropped`` of P's (and Q's) mass.
+    """
+    rel = pmf_relative_error + _TAIL_RELATIVE_ERROR + 8.0 * _UNIT_ROUNDOFF
+    allowance = 8.0 * rel * positive_mass + 1e-15 * positive_mass
+    if rounding == "up":
+        return min(1.0, total + dropped + allowance)
+    return max(0.0, total - math.exp(epsilon) * dropped - allowance)
+
+
 def two_count_delta(
     pair: TwoCountPair,
     epsilon: float,
@@ -120,25 +186,15 @@ def two_count_delta(
     b_prev = np.concatenate([[0.0], window.pmf])
     alpha = 0.5 * w0 * b_s + pair.w1 * b_prev
     gamma = 0.5 * w0 * b_s + pair.w2 * b_prev
-    e_eps = math.exp(epsilon)
-    live = (s >= 1) & (alpha > e_eps * gamma)
-    total = 0.0
-    positive_mass = 0.0
-    if np.any(live):
-        a, g, sl = alpha[live], gamma[live], s[live]
-        ratio = (e_eps * a - g) / (a - e_eps * g)
-        x_min = np.floor(sl * ratio / (1.0 + ratio)) + 1.0
-        trials = sl - 1.0
-        tail_1 = _symmetric_tail(trials, x_min - 1.0)  # Σ_{x ≥ x_min} b_{s−1}(x − 1)
-        tail_2 = _symmetric_tail(trials, x_min)  # Σ_{x ≥ x_min} b_{s−1}(x)
-        contrib = (a - e_eps * g) * tail_1 + (g - e_eps * a) * tail_2
-        total = float(np.sum(np.clip(contrib, 0.0, None)))
-        positive_mass = float(np.sum(a * tail_1 + g * tail_2))
-    rel = window.rel_error + _TAIL_RELATIVE_ERROR + 8.0 * _UNIT_ROUNDOFF
-    allowance = 8.0 * rel * positive_mass + 4.0 * len(s) * _UNIT_ROUNDOFF * positive_mass
-    if rounding == "up":
-        return min(1.0, total + window.dropped + allowance)
-    return max(0.0, total - e_eps * window.dropped - allowance)
+    total, positive = line_divergence(alpha, gamma, s, epsilon)
+    return certify(
+        total,
+        positive,
+        dropped=window.dropped,
+        pmf_relative_error=window.rel_error + 4.0 * len(s) * _UNIT_ROUNDOFF,
+        epsilon=epsilon,
+        rounding=rounding,
+    )
 
 
 def two_count_delta_direct(pair: TwoCountPair, epsilon: float) -> float:
@@ -157,7 +213,7 @@ def two_count_delta_direct(pair: TwoCountPair, epsilon: float) -> float:
         for (d1, d2), weight in (((1, 0), pair.w1), ((0, 1), pair.w2), ((0, 0), w0)):
             p[a_idx + d1, c - a_idx + d2] += c_pmf[c] * weight * a_pmf
             q[a_idx + d2, c - a_idx + d1] += c_pmf[c] * weight * a_pmf
-    return float(np.sum(np.clip(p - math.exp(epsilon) * q, 0.0, None)))
+    return hockey_stick(p.ravel(), q.ravel(), epsilon)
 
 
 def sample_two_count_loss(
