@@ -17,7 +17,6 @@ from shuffledp.accounting.api import (
     calibrate,
     compare,
     delta,
-    mechanism,
 )
 from shuffledp.accounting.methods import METHODS, Mechanism, Method, methods_for
 
@@ -31,6 +30,5 @@ __all__ = [
     "calibrate",
     "compare",
     "delta",
-    "mechanism",
     "methods_for",
 ]

@@ -19,7 +19,7 @@ from typing import Any
 from scipy.optimize import brentq
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
-from shuffledp.accounting.calibration import calibrate_flip_q
+from shuffledp.accounting.calibration import calibrate_flip_q, largest_passing
 from shuffledp.accounting.methods import BEST, METHODS, Mechanism, Method, methods_for
 from shuffledp.privacy import BoundKind
 
@@ -30,7 +30,6 @@ __all__ = [
     "calibrate",
     "compare",
     "delta",
-    "mechanism",
 ]
 
 
@@ -94,9 +93,8 @@ class CalibrationResult:
         return {"parameter": self.parameter, "value": self.value, **self.result.to_dict()}
 
 
-def mechanism(kind: str = "generic", *, n: int, **params: Any) -> Mechanism:
-    """Build a :class:`Mechanism` (a thin wrapper with the argument checks)."""
-    return Mechanism(kind=kind, n=n, **params)
+#: Largest local ε₀ the calibration searches.
+_EPSILON0_MAX = 20.0
 
 
 def _method(name: str, mech: Mechanism) -> Method:
@@ -344,23 +342,12 @@ def calibrate(
         def passes_eps0(e0: float) -> bool:
             return certified_delta(Mechanism(kind=kind, n=n, epsilon0=e0, **params)) <= target
 
-        lo, hi = 1e-6, 20.0
-        if not passes_eps0(lo):
+        try:
+            value = largest_passing(passes_eps0, 1e-6, _EPSILON0_MAX)
+        except ValueError:
             raise InvalidParameterError(
                 f"{name} certifies no epsilon0 > 0 for ({epsilon:g}, {target:g}) at n={n}"
-            )
-        if passes_eps0(hi):
-            value = hi
-        else:
-            for _ in range(200):
-                if hi - lo <= 1e-7 * hi:
-                    break
-                mid = 0.5 * (lo + hi)
-                if passes_eps0(mid):
-                    lo = mid
-                else:
-                    hi = mid
-            value = lo
+            ) from None
         final = Mechanism(kind=kind, n=n, epsilon0=value, **params)
         return CalibrationResult("epsilon0", value, _delta_for(chosen, final, epsilon))
     if kind == "flip":
@@ -378,23 +365,12 @@ def calibrate(
             mech = Mechanism(kind="poisson", n=n, **{**params, "report_probability": lam})
             return certified_delta(mech) <= target
 
-        if passes_lambda(1.0):
-            lam = 1.0
-        else:
-            lo, hi = 1e-9, 1.0
-            if not passes_lambda(lo):
-                raise InvalidParameterError(
-                    "no report probability meets the target with these blanket messages"
-                )
-            for _ in range(200):
-                if hi - lo <= 1e-7:
-                    break
-                mid = 0.5 * (lo + hi)
-                if passes_lambda(mid):
-                    lo = mid
-                else:
-                    hi = mid
-            lam = lo
+        try:
+            lam = largest_passing(passes_lambda, 1e-9, 1.0)
+        except ValueError:
+            raise InvalidParameterError(
+                "no report probability meets the target with these blanket messages"
+            ) from None
         final = Mechanism(kind="poisson", n=n, **{**params, "report_probability": lam})
         return CalibrationResult("report_probability", lam, _delta_for(chosen, final, epsilon))
     if parameter == "blanket_messages":

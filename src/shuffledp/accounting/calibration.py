@@ -14,7 +14,7 @@ from collections.abc import Callable
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.accounting.flip import flip_delta
 
-__all__ = ["calibrate_flip_q", "smallest_passing"]
+__all__ = ["calibrate_flip_q", "largest_passing", "smallest_passing"]
 
 
 def smallest_passing(
@@ -53,6 +53,34 @@ def smallest_passing(
         else:
             lo = mid
     return hi
+
+
+def largest_passing(
+    passes: Callable[[float], bool],
+    lo: float,
+    hi: float,
+    *,
+    tolerance: float = 1e-7,
+) -> float:
+    """Return (to relative ``tolerance``) the largest x in [lo, hi] with ``passes(x)``.
+
+    ``passes`` must be monotone: True below some threshold, False above. The
+    returned x always satisfies ``passes`` (it is ``hi`` when ``hi`` passes).
+
+    Raises:
+        ValueError: If ``lo`` does not pass.
+    """
+    if not passes(lo):
+        raise ValueError(f"the lower end of the search bracket ({lo:g}) does not pass")
+    if passes(hi):
+        return hi
+    while hi - lo > tolerance * hi:
+        mid = 0.5 * (lo + hi)
+        if passes(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def calibrate_flip_q(

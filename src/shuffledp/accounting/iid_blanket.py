@@ -158,7 +158,7 @@ def iid_blanket_delta(
         skipped += float(np.sum(alpha[faint] + gamma[faint]))
         alpha[faint] = 0.0
         gamma[faint] = 0.0
-        part, mass = line_divergence(alpha, gamma, s_block[:, None], epsilon)
+        part, mass = line_divergence(alpha, gamma, s_block[:, None].astype(np.float64), epsilon)
         total += part
         positive += mass
     # Mass left out: S's window, W's tails beyond one window that covers every

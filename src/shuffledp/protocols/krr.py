@@ -19,6 +19,7 @@ import numpy as np
 
 from shuffledp._rng import SeedLike
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
+from shuffledp.accounting.api import calibrate
 from shuffledp.accounting.krr import krr_delta, krr_delta_lower_bound, krr_probabilities
 from shuffledp.analyzers.error import expected_max_abs_normal
 from shuffledp.analyzers.estimate import HistogramEstimate
@@ -32,8 +33,6 @@ __all__ = ["KRR_PRIVACY_METHOD", "KRRCalibration", "KRRProtocol", "calibrate_krr
 
 #: Name of the accountant behind every k-RR privacy report.
 KRR_PRIVACY_METHOD = "krr-blanket"
-
-_EPS0_MAX = 20.0
 
 
 @dataclass(frozen=True)
@@ -129,23 +128,8 @@ def calibrate_krr(
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     if epsilon0 is None:
-        if krr_delta(epsilon, epsilon, k, n) <= delta:
-            lo = epsilon  # ε₀ = ε is always private enough; search upwards
-        else:
-            lo = 1e-6
-            if krr_delta(epsilon, lo, k, n) > delta:  # pragma: no cover - δ > 0 always passes
-                raise InvalidParameterError(f"no epsilon0 meets ({epsilon:g}, {delta:g}) at n={n}")
-        hi = _EPS0_MAX
-        if krr_delta(epsilon, hi, k, n) <= delta:
-            e0 = hi
-        else:
-            while hi - lo > 1e-7 * hi:
-                mid = 0.5 * (lo + hi)
-                if krr_delta(epsilon, mid, k, n) <= delta:
-                    lo = mid
-                else:
-                    hi = mid
-            e0 = lo
+        # The accountant's calibration with the k-RR certificate (krr-blanket).
+        e0 = calibrate(epsilon, delta, n=n, mechanism="krr", k=k).value
         method = "exact"
     else:
         e0 = check_epsilon(epsilon0, "epsilon0")
