@@ -30,8 +30,6 @@ from shuffledp._validation import (
 from shuffledp.accounting import api as accounting_api
 from shuffledp.accounting import methods as accounting_methods
 from shuffledp.accounting.api import AccountingResult
-from shuffledp.accounting.krr import krr_delta, krr_delta_lower_bound, krr_probabilities
-from shuffledp.analyzers.error import expected_max_abs_normal
 from shuffledp.analyzers.krr_estimators import ESTIMATORS
 from shuffledp.analyzers.top_t import top_t, top_t_metrics
 from shuffledp.data.encoding import EncodedColumn, encode_values, parse_domain
@@ -254,17 +252,7 @@ def _cmd_account_krr(args: argparse.Namespace) -> int:
     delta = _checked(check_delta, args.delta, "--delta")
     exact = calibrate_krr(n, k, epsilon, delta)
     # The paper's experiments run k-RR at epsilon0 = epsilon; certify what that gives.
-    a, b = krr_probabilities(epsilon, k)
-    paper_delta = krr_delta(epsilon, epsilon, k, n)
-    paper = {
-        "epsilon0": epsilon,
-        "k": k,
-        "epsilon": epsilon,
-        "delta": paper_delta,
-        "delta_lower": krr_delta_lower_bound(epsilon, epsilon, k, n),
-        "stderr": math.sqrt(n / k * a * (1 - a) + (n - n / k) * b * (1 - b)) / (a - b),
-    }
-    paper["linf_error"] = expected_max_abs_normal(paper["stderr"], k)
+    paper = calibrate_krr(n, k, epsilon, delta, epsilon0=epsilon).to_dict()
     if args.json:
         out = {
             "n": n,

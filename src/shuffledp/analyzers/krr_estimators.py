@@ -28,12 +28,29 @@ __all__ = [
     "ESTIMATORS",
     "KRREstimator",
     "estimate_krr",
+    "inversion_variance",
     "invert_channel",
     "project_to_simplex",
 ]
 
 KRREstimator = Literal["raw", "inversion", "clip", "simplex"]
 ESTIMATORS: tuple[str, ...] = ("raw", "inversion", "clip", "simplex")
+
+
+def inversion_variance(
+    counts: NDArray[np.floating] | float,
+    n: float,
+    keep_probability: float,
+    other_probability: float,
+) -> NDArray[np.float64]:
+    """Var of the inverted count of a value held by ``counts`` of n users.
+
+    The report count is Bin(h, a) + Bin(n − h, b), so the inverted count
+    (C − n·b)/(a − b) has variance (h·a(1 − a) + (n − h)·b(1 − b))/(a − b)².
+    """
+    a, b = keep_probability, other_probability
+    h = np.asarray(counts, dtype=np.float64)
+    return np.asarray((h * a * (1 - a) + (n - h) * b * (1 - b)) / (a - b) ** 2, dtype=np.float64)
 
 
 def invert_channel(
@@ -91,8 +108,7 @@ def estimate_krr(
         return HistogramEstimate(labels, c, None, int(n), "raw", unbiased=False)
     inverted = (c - n * b) / (a - b)
     if estimator == "inversion":
-        plug = np.clip(inverted, 0.0, n)
-        var = (plug * a * (1 - a) + (n - plug) * b * (1 - b)) / (a - b) ** 2
+        var = inversion_variance(np.clip(inverted, 0.0, n), n, a, b)
         return HistogramEstimate(labels, inverted, np.sqrt(var), int(n), "inversion", unbiased=True)
     if estimator == "clip":
         clipped = np.clip(inverted, 0.0, None)

@@ -23,7 +23,7 @@ from shuffledp.accounting.api import calibrate
 from shuffledp.accounting.krr import krr_delta, krr_delta_lower_bound, krr_probabilities
 from shuffledp.analyzers.error import expected_max_abs_normal
 from shuffledp.analyzers.estimate import HistogramEstimate
-from shuffledp.analyzers.krr_estimators import KRREstimator, estimate_krr
+from shuffledp.analyzers.krr_estimators import KRREstimator, estimate_krr, inversion_variance
 from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 from shuffledp.protocols.base import IntArray, ShuffleProtocol
@@ -96,9 +96,7 @@ class KRRCalibration:
 
 def _utility(n: int, k: int, epsilon0: float) -> tuple[float, float]:
     a, b = krr_probabilities(epsilon0, k)
-    h = n / k  # a uniform histogram
-    var = (h * a * (1 - a) + (n - h) * b * (1 - b)) / (a - b) ** 2
-    se = math.sqrt(var)
+    se = math.sqrt(float(inversion_variance(n / k, n, a, b)))  # at a uniform histogram
     return se, expected_max_abs_normal(se, k)
 
 
