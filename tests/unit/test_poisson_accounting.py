@@ -56,3 +56,39 @@ def test_more_blanket_and_less_reporting_help():
     assert all(a >= b for a, b in itertools.pairwise(seq))
     seq = [poisson_delta(0.5, lam, d, 1000) for lam in (0.1, 0.3, 0.6, 1.0)]
     assert all(a <= b + 1e-15 for a, b in itertools.pairwise(seq))
+
+
+def test_group_composition_covers_a_user_with_two_items():
+    # Thm 3 (segmented paper): a user whose whole set {0, 1} becomes {2, 3}; brute force
+    # over the histogram of 5 blanket messages (gamma = 0.8) plus the user's messages.
+    from shuffledp.accounting import delta
+
+    blanket, d, gamma, lam = 5, 4, 0.8, 0.6
+    base = _law(blanket, d, gamma, 0.0, 0)  # blanket only (lam = 0)
+
+    def with_items(items):
+        out = base
+        for item in items:  # each item is sent independently with probability lam
+            shifted = np.zeros_like(out)
+            src = [slice(None)] * d
+            dst = [slice(None)] * d
+            src[item], dst[item] = slice(0, -1), slice(1, None)
+            shifted[tuple(dst)] = out[tuple(src)]
+            out = (1 - lam) * out + lam * shifted
+        return out
+
+    p, q = with_items((0, 1)), with_items((2, 3))
+    for eps in (0.5, 1.0, 2.0):
+        e = math.exp(eps)
+        truth = max(np.clip(p - e * q, 0, None).sum(), np.clip(q - e * p, 0, None).sum())
+        bound = delta(
+            eps,
+            n=blanket,
+            mechanism="poisson",
+            report_probability=lam,
+            domain_size=d,
+            blanket_messages=blanket,
+            blanket_probability=gamma,
+            items=2,
+        )
+        assert bound.delta >= truth - 1e-12
