@@ -138,7 +138,7 @@ def _result(
 
 
 def _delta_for(method: Method, mech: Mechanism, epsilon: float) -> AccountingResult:
-    value = method.delta_fn(epsilon, mech)
+    value = method.evaluate(epsilon, mech)
     if math.isnan(value.value):
         return _result(method, mech, epsilon, None, False, value.reason)
     return _result(method, mech, epsilon, value.value, value.certified, value.reason)
@@ -229,7 +229,9 @@ def _solve_epsilon(
 
 def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingResult:
     eps_max = 50.0
-    probe = method.delta_fn(eps_max, mech)
+    if method.bound is BoundKind.UPPER and mech.epsilon0 is not None:
+        eps_max = min(eps_max, mech.epsilon0)  # where Method.evaluate gives δ = 0
+    probe = method.evaluate(eps_max, mech)
     if math.isnan(probe.value):
         return _result(method, mech, None, target, False, probe.reason)
     if probe.value > target:
@@ -248,15 +250,13 @@ def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingRe
         if hinted.epsilon is not None and hinted.certified:
             start = hinted.epsilon
     eps = _solve_epsilon(
-        lambda e: method.delta_fn(e, mech).value,
+        lambda e: method.evaluate(e, mech).value,
         target,
         eps_max,
         round_down=method.bound is BoundKind.LOWER,
         start=start,
     )
-    if method.bound is BoundKind.UPPER and mech.epsilon0 is not None and eps > mech.epsilon0:
-        eps = mech.epsilon0  # an ε₀-LDP randomizer is (ε₀, 0)-DP after shuffling too
-    value = method.delta_fn(eps, mech)
+    value = method.evaluate(eps, mech)
     return _result(method, mech, eps, target, value.certified, value.reason)
 
 
@@ -334,7 +334,7 @@ def calibrate(
         )
 
     def certified_delta(mech: Mechanism) -> float:
-        value = chosen.delta_fn(epsilon, mech)
+        value = chosen.evaluate(epsilon, mech)
         return value.value if value.certified else math.inf
 
     if kind in ("generic", "krr"):

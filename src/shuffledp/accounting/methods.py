@@ -159,6 +159,17 @@ class Method:
     note: str = ""
     hint: str | None = None
 
+    def evaluate(self, epsilon: float, mechanism: Mechanism) -> Bound:
+        """δ(ε) for ``mechanism``; 0 for an upper bound at ε ≥ ε₀.
+
+        An ε₀-LDP randomizer is (ε₀, 0)-DP before shuffling, so after it too:
+        every upper bound on such a mechanism may report δ = 0 there.
+        """
+        e0 = mechanism.epsilon0
+        if self.bound is BoundKind.UPPER and e0 is not None and epsilon >= e0:
+            return Bound(0.0, True, "epsilon >= epsilon0: the local guarantee alone")
+        return self.delta_fn(epsilon, mechanism)
+
 
 def _ok(value: float) -> Bound:
     return Bound(value=value, certified=True)
