@@ -88,10 +88,11 @@ def encode_values(values: Sequence[str], domain: Sequence[str] | None = None) ->
         raise DataError(
             f"the domain has a single value ({labels[0]!r}); give the full domain with --domain"
         )
-    table = np.asarray(labels, dtype=object)
-    arr = np.asarray(values, dtype=object)
-    lookup = {label: i for i, label in enumerate(table.tolist())}
-    indices = np.fromiter((lookup.get(v, -1) for v in arr.tolist()), dtype=np.int64, count=len(arr))
+    # Map each distinct value once, then broadcast: no per-row Python work.
+    distinct, inverse = np.unique(np.asarray(values, dtype=str), return_inverse=True)
+    lookup = {label: i for i, label in enumerate(labels)}
+    codes = np.array([lookup.get(v, -1) for v in distinct.tolist()], dtype=np.int64)
+    indices = codes[inverse.ravel()]
     missing = np.flatnonzero(indices < 0)
     if missing.size:
         row = int(missing[0])
