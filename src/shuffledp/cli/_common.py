@@ -1,0 +1,128 @@
+"""What every command shares: the parser class, number types, checks and output writing.
+
+Every error a user can cause is raised as a :class:`~shuffledp.ShuffleDPError`
+(or the parser's :class:`UsageError`); :func:`shuffledp.cli.main` turns it into
+one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, Protocol
+
+from shuffledp._validation import InvalidParameterError
+
+__all__ = [
+    "CommandModule",
+    "Parser",
+    "UsageError",
+    "checked",
+    "existing_dir_or_new",
+    "fmt",
+    "integer",
+    "number",
+    "writable",
+    "write_atomically",
+]
+
+
+class UsageError(Exception):
+    """Raised by the argument parser instead of exiting, to keep errors on one line."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors raise :class:`UsageError` instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        """Raise the parser's complaint as one line."""
+        raise UsageError(f"{self.prog}: {message}")
+
+
+class CommandModule(Protocol):
+    """A module that adds one command (or one protocol of a family) to a parser.
+
+    ``NAME`` and ``HELP`` name the sub-command; ``add_arguments`` declares its
+    options and sets ``handler``.
+    """
+
+    NAME: str
+    HELP: str
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+
+def number(text: str) -> float:
+    """Parse a real number (``1e-6``, ``0.5``)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def integer(text: str) -> int:
+    """Parse an integer; integral floats such as ``1e5`` or ``100.0`` are accepted."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not math.isfinite(value) or value != math.floor(value) or abs(value) > 2.0**53:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+    return int(value)
+
+
+def checked(check: Callable[..., Any], value: Any, flag: str, **kwargs: Any) -> Any:
+    """Run a validation function so that its message names the command-line flag."""
+    return check(value, flag, **kwargs)
+
+
+def writable(path: str | None, flag: str) -> Path | None:
+    """Return ``path`` as a Path if its directory exists and it is not a directory."""
+    if path is None:
+        return None
+    out = Path(path)
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise InvalidParameterError(f"{flag}: directory {str(parent)!r} does not exist")
+    if out.is_dir():
+        raise InvalidParameterError(f"{flag}: {str(out)!r} is a directory")
+    return out
+
+
+def existing_dir_or_new(path: str, flag: str) -> Path:
+    """Return ``path`` as a Path unless it exists and is not a directory."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise InvalidParameterError(f"{flag}: {str(out)!r} is not a directory")
+    return out
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.", dir=path.parent if str(path.parent) else "."
+    )
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def fmt(value: float) -> str:
+    """Format a number for a table: scientific notation when very large or small."""
+    if value == 0 or not math.isfinite(value):
+        return str(value)
+    if abs(value) >= 1e4 or abs(value) < 1e-3:
+        return f"{value:.3e}"
+    return f"{value:.4g}"

@@ -1,0 +1,109 @@
+"""What the generic accounting questions (amplify, delta, calibrate) share."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from shuffledp._validation import InvalidParameterError, check_int
+from shuffledp.accounting import api as accounting_api
+from shuffledp.accounting import methods as accounting_methods
+from shuffledp.accounting.api import AccountingResult
+from shuffledp.cli._common import checked, fmt, integer, number
+
+__all__ = ["MECHANISM_OPTIONS", "account_rows", "add_mechanism_options", "print_rows"]
+
+#: (key of the accountant's mechanism parameters, attribute of the parsed arguments).
+MECHANISM_OPTIONS = (
+    ("epsilon0", "epsilon0"),
+    ("k", "k"),
+    ("q", "q"),
+    ("fake_users", "fake_users"),
+    ("domain_size", "domain_size"),
+    ("report_probability", "report_probability"),
+    ("blanket_messages", "blanket_messages"),
+    ("blanket_probability", "blanket_probability"),
+    ("items", "items"),
+    ("n_x0", "n_x0"),
+)
+
+
+def mechanism_params(args: argparse.Namespace) -> dict[str, Any]:
+    """Return the mechanism parameters given on the command line."""
+    params = {
+        key: getattr(args, attr)
+        for key, attr in MECHANISM_OPTIONS
+        if getattr(args, attr, None) is not None
+    }
+    if args.mechanism in ("generic", "krr") and "epsilon0" not in params:
+        raise InvalidParameterError(f"--epsilon0 is required for the {args.mechanism} mechanism")
+    if args.mechanism == "krr" and "k" not in params:
+        raise InvalidParameterError("--k (the domain size of k-RR) is required for --mechanism krr")
+    return params
+
+
+def print_rows(rows: list[AccountingResult], as_json: bool, header: str) -> None:
+    """Print one row per method, as a table or JSON."""
+    if as_json:
+        sys.stdout.write(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
+        return
+    print(header)
+    print(f"{'method':22s}{'bound':>14s}{'epsilon':>12s}{'delta':>12s}  note")
+    for r in rows:
+        eps = "-" if r.epsilon is None else fmt(r.epsilon)
+        dlt = "-" if r.delta is None else fmt(r.delta)
+        kind = r.bound.value if r.certified else f"{r.bound.value}*"
+        print(f"{r.method:22s}{kind:>14s}{eps:>12s}{dlt:>12s}  {r.note}")
+    if any(not r.certified for r in rows):
+        print("* not certified at these parameters (see the note); never used to calibrate")
+
+
+def account_rows(
+    args: argparse.Namespace, *, epsilon: float | None, delta: float | None
+) -> list[AccountingResult]:
+    """Evaluate the chosen method (or all) at ε or at δ."""
+    n = checked(check_int, args.n, "--n", minimum=1)
+    params = mechanism_params(args)
+    if args.method == "all":
+        return accounting_api.compare(
+            epsilon=epsilon, delta=delta, n=n, mechanism=args.mechanism, **params
+        )
+    if epsilon is not None:
+        return [
+            accounting_api.delta(
+                epsilon, n=n, mechanism=args.mechanism, method=args.method, **params
+            )
+        ]
+    assert delta is not None
+    return [
+        accounting_api.amplified_epsilon(
+            delta, n=n, mechanism=args.mechanism, method=args.method, **params
+        )
+    ]
+
+
+def add_mechanism_options(parser: argparse.ArgumentParser, *, calibrating: bool = False) -> None:
+    """Declare the mechanism and its parameters."""
+    parser.add_argument("--n", required=True, type=integer, help="number of users")
+    parser.add_argument("--mechanism", choices=accounting_methods.MECHANISMS, default="generic")
+    parser.add_argument(
+        "--method",
+        default="best" if calibrating else "all",
+        help="a method name, 'all' (one row each) or 'best' (tightest certified upper bound)",
+    )
+    if not calibrating:
+        parser.add_argument("--epsilon0", type=number, help="local epsilon (generic, krr)")
+    parser.add_argument("--k", type=integer, help="k-RR domain size")
+    parser.add_argument("--q", type=number, help="FLIP flip probability")
+    parser.add_argument("--fake-users", type=integer, help="FLIP fake users per user")
+    parser.add_argument("--domain-size", type=integer, help="FLIP bins / Poisson items d")
+    parser.add_argument("--report-probability", type=number, help="Poisson randomizer lambda")
+    parser.add_argument(
+        "--blanket-messages", type=integer, help="Poisson: potential blanket messages"
+    )
+    parser.add_argument("--blanket-probability", type=number, help="Poisson: each sent with this")
+    parser.add_argument("--items", type=integer, help="Poisson: items per user")
+    parser.add_argument("--n-x0", type=integer, help="k-RR paper formula: other users holding x0")
+    parser.add_argument("--json", action="store_true", help="print JSON")
