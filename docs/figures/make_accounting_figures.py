@@ -19,6 +19,7 @@ from shuffledp.accounting import amplified_epsilon
 from shuffledp.accounting.biswas import biswas2023_delta
 from shuffledp.accounting.krr import krr_delta, krr_delta_lower_bound
 from shuffledp.plotting import require_matplotlib
+from shuffledp.privacy import BoundKind
 
 DELTA = 1e-6
 GENERIC = [
@@ -35,7 +36,8 @@ def _curve(method: str, mechanism: str, n_values: np.ndarray, **params: float) -
     out = []
     for n in n_values:
         row = amplified_epsilon(DELTA, n=int(n), mechanism=mechanism, method=method, **params)
-        out.append(row.epsilon if (row.certified and row.epsilon is not None) else np.nan)
+        usable = row.epsilon is not None and (row.certified or row.bound is BoundKind.LOWER)
+        out.append(row.epsilon if usable else np.nan)
     return out
 
 

@@ -33,11 +33,13 @@ def test_bounds_sandwich_the_brute_force_worst_case(n, k, eps0):
         assert two_count_delta(vr_generic_pair(eps0, n), eps) >= worst - 1e-12
         assert two_count_delta(fmt2021_numeric_pair(eps0, n), eps) >= worst - 1e-12
         if k >= 3:
-            # The worst case is the dataset with every other user on one third value.
+            # The dataset with every other user on one third value: its exact δ.
+            # (Here it is also the worst case, but not always: see test_bounds_krr_exact.)
+            homogeneous = pairs[((2,) * (n - 1), 0, 1)]
             up = krr_delta_homogeneous(eps, eps0, k, n)
             down = krr_delta_homogeneous(eps, eps0, k, n, rounding="down")
-            assert down <= worst + 1e-14 and worst <= up + 1e-14
-            assert up - down <= 1e-6 * worst + 1e-9
+            assert down <= homogeneous + 1e-14 and homogeneous <= up + 1e-14
+            assert up - down <= 1e-6 * homogeneous + 1e-9
 
 
 @pytest.mark.parametrize(("n", "k", "eps0"), CASES)

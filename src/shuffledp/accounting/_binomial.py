@@ -83,21 +83,32 @@ def _deviance(x: NDArray[np.float64], mean: NDArray[np.float64] | float) -> NDAr
 
 
 def binomial_pmf(
-    x: NDArray[np.float64], m: int | NDArray[np.float64], p: float
+    x: NDArray[np.float64],
+    m: int | NDArray[np.float64],
+    p: float,
+    complement: float | None = None,
 ) -> NDArray[np.float64]:
     """Return P[Bin(m, p) = x] elementwise, for 0 < p < 1 (x and m broadcast; 0 outside [0, m]).
 
     Loader's form: exp(S(m) − S(x) − S(m−x) − D(x, mp) − D(m−x, m(1−p)))·√(m/(2πx(m−x))),
     with S the Stirling remainder and D the deviance, both free of cancellation.
+
+    Args:
+        x: Points.
+        m: Trials.
+        p: Success probability.
+        complement: 1 − p, when the caller knows it more precisely than ``1.0 − p``
+            (p near 1: computing 1 − p from a rounded p loses relative precision).
     """
+    q = 1.0 - p if complement is None else complement
     xs, ms = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(m, dtype=np.float64))
     xs, ms = xs.astype(np.float64), ms.astype(np.float64)
     out = np.zeros(xs.shape)
     valid = (xs >= 0) & (xs <= ms)
     zero = valid & (xs == 0)
     full = valid & (xs == ms) & (ms > 0)
-    out[zero] = np.exp(ms[zero] * math.log1p(-p))
-    out[full] = np.exp(ms[full] * math.log(p))
+    out[zero] = np.exp(ms[zero] * (math.log1p(-p) if complement is None else math.log(q)))
+    out[full] = np.exp(ms[full] * (math.log(p) if p <= 0.5 else math.log1p(-q)))
     inner = valid & ~zero & ~full
     if np.any(inner):
         xi, mi = xs[inner], ms[inner]
@@ -107,7 +118,7 @@ def binomial_pmf(
             - _stirling_remainder(xi)
             - _stirling_remainder(rest)
             - _deviance(xi, mi * p)
-            - _deviance(rest, mi * (1.0 - p))
+            - _deviance(rest, mi * q)
         )
         out[inner] = np.exp(log_c) * np.sqrt(mi / (2.0 * math.pi * xi * rest))
     return out
@@ -141,7 +152,9 @@ class Window:
 
 
 @functools.lru_cache(maxsize=1024)
-def binomial_window(m: int, p: float, tail: float = DEFAULT_TAIL) -> Window:
+def binomial_window(
+    m: int, p: float, tail: float = DEFAULT_TAIL, complement: float | None = None
+) -> Window:
     """Return Bin(m, p) restricted to a window holding all but at most 2·tail of its mass.
 
     The half-width t solves Bernstein's bound exp(−t²/(2(σ² + t/3))) = tail for
@@ -149,9 +162,14 @@ def binomial_window(m: int, p: float, tail: float = DEFAULT_TAIL) -> Window:
     window leaves out at most ``tail``; ``dropped`` records that bound.
 
     The relative error bound combines Loader's formula (~1e-14, bounded by
-    2e-13) with the conditioning of the pmf in m·p and m·(1 − p), which are
-    rounded once each: the log-pmf moves by at most |x − mp| times the rounding
-    unit per rounded mean, bounded here by 8·u·max|x − mp|.
+    2e-13) with the conditioning of the pmf in the means m·p and m·(1 − p): the
+    log-pmf moves by at most |x − mp| times a mean's relative error. With p and
+    1 − p each within 3 rounding units of the intended probabilities, each mean
+    is within 4 units, so 8·u·max|x − mp| covers both.
+
+    That assumption is the caller's: when p is near 1, pass ``complement`` =
+    1 − p computed directly (``1.0 − p`` of a rounded p near 1 has a large
+    relative error, and so would the pmf).
 
     Results are cached (the pmf array is read-only).
 
@@ -159,20 +177,22 @@ def binomial_window(m: int, p: float, tail: float = DEFAULT_TAIL) -> Window:
         m: Number of trials, ≥ 0.
         p: Success probability in [0, 1].
         tail: Bound on the mass left out on each side.
+        complement: 1 − p, computed directly by the caller (optional).
     """
     m = int(m)
     p = float(p)
-    if m == 0 or p == 0.0 or p == 1.0:
+    q = 1.0 - p if complement is None else float(complement)
+    if m == 0 or p == 0.0 or q == 0.0:
         point = np.ones(1)
         point.setflags(write=False)
-        return Window(m if p == 1.0 else 0, point, 0.0)
+        return Window(m if q == 0.0 else 0, point, 0.0)
     mean = m * p
-    var = m * p * (1.0 - p)
+    var = m * p * q
     log_inv_tail = math.log(1.0 / tail)
     half = log_inv_tail / 3.0 + math.sqrt((log_inv_tail / 3.0) ** 2 + 2.0 * var * log_inv_tail)
     lo = max(0, math.floor(mean - half))
     hi = min(m, math.ceil(mean + half))
-    pmf = binomial_pmf(np.arange(lo, hi + 1, dtype=np.float64), m, p)
+    pmf = binomial_pmf(np.arange(lo, hi + 1, dtype=np.float64), m, p, complement)
     dropped = (tail if lo > 0 else 0.0) + (tail if hi < m else 0.0)
     spread = max(abs(lo - mean), abs(hi - mean))
     rel_error = _LOADER_RELATIVE_ERROR + 8.0 * _UNIT_ROUNDOFF * spread
@@ -201,9 +221,20 @@ def convolve(a: Window, b: Window) -> Window:
     return Window(a.lo + b.lo, pmf, a.dropped + b.dropped, rel)
 
 
-def plus_bernoulli(window: Window, p_one: float) -> Window:
-    """Return the window of X + Z for Z ~ Bernoulli(``p_one``) independent of X."""
+def plus_bernoulli(window: Window, p_one: float, p_zero: float | None = None) -> Window:
+    """Return the window of X + Z for Z ~ Bernoulli(``p_one``) independent of X.
+
+    Args:
+        window: X's window.
+        p_one: P[Z = 1].
+        p_zero: P[Z = 0]; defaults to ``1.0 − p_one``, which loses relative
+            precision when p_one is near 1 (pass it computed directly then).
+
+    Each entry is at most two products and a sum: with p_one and p_zero within
+    3 rounding units of the intended probabilities, 8 units cover the new error.
+    """
+    zero = 1.0 - p_one if p_zero is None else p_zero
     pmf = np.zeros(len(window.pmf) + 1)
-    pmf[:-1] += (1.0 - p_one) * window.pmf
+    pmf[:-1] += zero * window.pmf
     pmf[1:] += p_one * window.pmf
-    return Window(window.lo, pmf, window.dropped, window.rel_error + 4.0 * _UNIT_ROUNDOFF)
+    return Window(window.lo, pmf, window.dropped, window.rel_error + 8.0 * _UNIT_ROUNDOFF)

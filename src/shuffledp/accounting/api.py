@@ -6,7 +6,10 @@
 >>> calibrate(1.0, 1e-6, n=10_000, mechanism="krr", k=10).value  # the largest ε₀
 
 Every answer is an :class:`AccountingResult` that records the method, the
-inputs and what kind of number it is (upper, exact, lower or reproduction).
+inputs and what kind of number it is (upper, exact, lower or reproduction),
+and whether it is *certified*: a guarantee a user may rely on, i.e. an upper
+bound (or exact value) inside its theorem's proven range. Lower bounds and
+reproductions are never certified, and only certified numbers calibrate.
 """
 
 from __future__ import annotations
@@ -42,12 +45,16 @@ class AccountingResult:
         epsilon: ε of the statement (``None`` when the method gives nothing).
         delta: δ of the statement (``None`` when the method gives nothing).
         bound: What the number is: a guarantee for every dataset (``upper``), the
-            true value (``exact``), a value some dataset attains (``lower``), or a
-            published formula that is not a guarantee (``reproduction``).
-        certified: Whether the method's theorem covers these parameters.
+            true value (``exact``), a value some existing dataset attains
+            (``lower``, rounded down), or a published formula, or a bound outside
+            its theorem's range, that is not a guarantee (``reproduction``).
+        certified: Whether the number is a guarantee a user may rely on: an
+            ``upper`` (or ``exact``) value inside its theorem's proven range.
+            Always ``False`` for ``lower`` and ``reproduction`` rows and for rows
+            without a number; only certified numbers are used to calibrate.
         source: Citation.
         inputs: The mechanism's parameters.
-        note: Why it is not certified, or what the number means.
+        note: Why there is no number or it is not certified, or what it means.
     """
 
     method: str
@@ -113,18 +120,29 @@ def _method(name: str, mech: Mechanism) -> Method:
     return method
 
 
+#: Kinds of number a user may rely on as a guarantee.
+_GUARANTEES = (BoundKind.UPPER, BoundKind.EXACT)
+
+
 def _result(
     method: Method,
     mech: Mechanism,
     eps: float | None,
     dlt: float | None,
-    certified: bool,
+    in_range: bool,
     note: str,
 ) -> AccountingResult:
-    # A number outside its theorem's range is only a formula's value; a missing
-    # number keeps the method's kind.
+    """One row. ``in_range``: the method's theorem covers these parameters (``Bound.certified``).
+
+    A number outside its theorem's range is only a formula's value
+    (``reproduction``); a missing number keeps the method's kind. A row is
+    certified only when it is a guarantee: an upper (or exact) value in range.
+    """
     produced = eps is not None and dlt is not None
-    bound = method.bound if certified or not produced else BoundKind.REPRODUCTION
+    bound = method.bound if in_range or not produced else BoundKind.REPRODUCTION
+    certified = produced and in_range and bound in _GUARANTEES
+    if produced and bound is BoundKind.LOWER and not note:
+        note = f"{method.note}; a lower bound, not a guarantee"
     return AccountingResult(
         method=method.name,
         epsilon=eps,
@@ -171,10 +189,13 @@ def _solve_epsilon(
 ) -> float:
     """Return the ε where a non-increasing δ(ε) crosses ``target``, on the safe side.
 
-    Brackets the crossing by growing or halving from ``start``, refines with Brent's
-    method on ln δ, then returns a value whose δ was evaluated: at most the
-    target (``round_down=False``, for upper bounds on δ) or above it
-    (``round_down=True``, for lower bounds), within a relative 1e-6.
+    The caller has checked ``raw_delta(eps_max) <= target``. Brackets the
+    crossing inside (0, eps_max] by growing or halving from ``start`` (clamped
+    to eps_max), refines with Brent's method on ln δ (δ = 0 counts as far below
+    any target, so targets down to the smallest double work), then bisects to
+    a relative 1e-6 and returns a point whose δ was evaluated: at most the
+    target (``round_down=False``, for upper bounds on δ; never above eps_max)
+    or above it (``round_down=True``, for lower bounds).
     """
     memo: dict[float, float] = {}
 
@@ -186,38 +207,43 @@ def _solve_epsilon(
     def passes(eps: float) -> bool:
         return delta_at(eps) <= target
 
-    lo, hi = 0.5 * start, start
+    hi = min(max(start, 1e-9), eps_max)
     if passes(hi):
+        lo = hi / 2.0
         while passes(lo):
             hi, lo = lo, lo / 2.0
-            if lo < 1e-9:
+            if lo < 1e-12:
                 return lo if round_down else hi
     else:
-        lo = hi
-        growth = 1.02
-        while not passes(hi):
-            lo, hi = hi, min(eps_max, growth * hi)
-            growth = min(2.0, growth * growth)
-            if hi == eps_max and not passes(hi):
+        lo, growth = hi, 1.02
+        while True:
+            hi = min(eps_max, growth * lo)
+            if passes(hi):
+                break
+            if hi >= eps_max:
                 raise InvalidParameterError(
                     f"no epsilon up to {eps_max:g} reaches delta={target:g}"
                 )
+            lo, growth = hi, min(2.0, growth * growth)
+    # Invariant from here: δ(lo) > target >= δ(hi), lo < hi <= eps_max.
     log_target = math.log(target)
 
     def gap(eps: float) -> float:
-        return math.log(max(delta_at(eps), 1e-300)) - log_target
+        value = delta_at(eps)
+        return (math.log(value) if value > 0.0 else -800.0) - log_target
 
     try:
-        root = brentq(gap, lo, hi, xtol=1e-12, rtol=1e-8, maxiter=100)
-        lo, hi = max(lo, root * (1 - 1e-7)), min(hi, root * (1 + 1e-7))
-        if not passes(hi):
-            lo, hi = hi, min(eps_max, root * (1 + 1e-5))
-            if not passes(hi):
-                lo, hi = hi, hi * 1.01 if passes(hi * 1.01) else hi
-        if passes(lo):
-            hi, lo = lo, lo * (1 - 1e-5)
-    except ValueError:  # no sign change on the log scale (a floor); fall back to bisection
-        pass
+        root = brentq(gap, lo, hi, xtol=1e-14, rtol=1e-10, maxiter=100)
+    except (ValueError, RuntimeError):  # pragma: no cover - the bisection below still works
+        root = math.sqrt(lo * hi)
+    for candidate in (root * (1.0 + 1e-7), root * (1.0 + 1e-5)):
+        if lo < candidate < hi and passes(candidate):
+            hi = candidate
+            break
+    for candidate in (root * (1.0 - 1e-7), root * (1.0 - 1e-5)):
+        if lo < candidate < hi and not passes(candidate):
+            lo = candidate
+            break
     while hi / lo > 1.0 + 1e-6:
         mid = math.sqrt(lo * hi)
         if passes(mid):
@@ -229,8 +255,11 @@ def _solve_epsilon(
 
 def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingResult:
     eps_max = 50.0
-    if method.bound is BoundKind.UPPER and mech.epsilon0 is not None:
-        eps_max = min(eps_max, mech.epsilon0)  # where Method.evaluate gives δ = 0
+    if mech.epsilon0 is not None and method.bound is not BoundKind.REPRODUCTION:
+        # Method.evaluate gives δ = 0 at ε ≥ ε₀ for upper and lower bounds alike:
+        # an upper bound's ε(δ) never exceeds ε₀, and ε₀ is the truth when nothing
+        # smaller reaches δ.
+        eps_max = min(eps_max, mech.epsilon0)
     probe = method.evaluate(eps_max, mech)
     if math.isnan(probe.value):
         return _result(method, mech, None, target, False, probe.reason)
@@ -245,9 +274,10 @@ def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingRe
         )
     start = 1.0
     if method.hint is not None:
-        # A cheap bound just below this one brackets the crossing tightly.
+        # A cheap bound just below this one brackets the crossing tightly; any
+        # number it produced will do as a starting point.
         hinted = _epsilon_for(METHODS[method.hint], mech, target)
-        if hinted.epsilon is not None and hinted.certified:
+        if hinted.epsilon is not None and hinted.bound is not BoundKind.REPRODUCTION:
             start = hinted.epsilon
     eps = _solve_epsilon(
         lambda e: method.evaluate(e, mech).value,
@@ -284,14 +314,44 @@ def compare(
     if (epsilon is None) == (delta is None):
         raise InvalidParameterError("give exactly one of epsilon or delta")
     mech = Mechanism(kind=mechanism, n=n, **params)
+    eps = None if epsilon is None else check_epsilon(epsilon)
+    target = None if delta is None else check_delta(delta)
     rows = []
     for method in methods_for(mech.kind):
-        if epsilon is not None:
-            rows.append(_delta_for(method, mech, check_epsilon(epsilon)))
-        else:
-            assert delta is not None
-            rows.append(_epsilon_for(method, mech, check_delta(delta)))
+        # A method outside its own range gives a row saying so, never an error
+        # for every row (Method.evaluate already turns its errors into NaN).
+        try:
+            if eps is not None:
+                rows.append(_delta_for(method, mech, eps))
+            else:
+                assert target is not None
+                rows.append(_epsilon_for(method, mech, target))
+        except InvalidParameterError as exc:
+            rows.append(_result(method, mech, eps, target, False, f"not computed: {exc}"))
     return rows
+
+
+def _validate_fixed(kind: str, n: int, parameter: str | None, params: dict[str, Any]) -> None:
+    """Check the mechanism's fixed parameters once, before any search can swallow the error."""
+    if kind in ("generic", "krr"):
+        if "epsilon0" in params:
+            raise InvalidParameterError(
+                "calibrate searches epsilon0 for the generic and krr mechanisms; do not pass it"
+            )
+        Mechanism(kind=kind, n=n, epsilon0=1.0, **params)
+    elif kind == "flip":
+        if "q" in params:
+            raise InvalidParameterError(
+                "calibrate searches q for the flip mechanism; do not pass it"
+            )
+        if "fake_users" in params:
+            Mechanism(kind=kind, n=n, q=0.25, **params)
+    else:
+        searched = parameter or "report_probability"
+        if searched == "report_probability":
+            Mechanism(kind=kind, n=n, **{**params, "report_probability": 1.0})
+        elif searched == "blanket_messages":
+            Mechanism(kind=kind, n=n, **{**params, "blanket_messages": 0})
 
 
 def calibrate(
@@ -332,10 +392,13 @@ def calibrate(
         raise InvalidParameterError(
             f"method {name!r} gives a {chosen.bound.value} value; calibration needs an upper bound"
         )
+    _validate_fixed(kind, n, parameter, params)
 
     def certified_delta(mech: Mechanism) -> float:
+        # Only upper bounds inside their range pass (Method.evaluate turns a
+        # method's range errors into NaN, which never passes).
         value = chosen.evaluate(epsilon, mech)
-        return value.value if value.certified else math.inf
+        return value.value if value.certified and not math.isnan(value.value) else math.inf
 
     if kind in ("generic", "krr"):
 
@@ -344,6 +407,8 @@ def calibrate(
 
         try:
             value = largest_passing(passes_eps0, 1e-6, _EPSILON0_MAX)
+        except InvalidParameterError:
+            raise
         except ValueError:
             raise InvalidParameterError(
                 f"{name} certifies no epsilon0 > 0 for ({epsilon:g}, {target:g}) at n={n}"
@@ -367,6 +432,8 @@ def calibrate(
 
         try:
             lam = largest_passing(passes_lambda, 1e-9, 1.0)
+        except InvalidParameterError:
+            raise
         except ValueError:
             raise InvalidParameterError(
                 "no report probability meets the target with these blanket messages"

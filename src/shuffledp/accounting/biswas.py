@@ -35,7 +35,7 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
-from shuffledp._validation import check_epsilon, check_int
+from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
 from shuffledp.accounting._binomial import DEFAULT_TAIL, binomial_window
 
 __all__ = ["biswas2023_delta"]
@@ -148,9 +148,18 @@ def biswas2023_delta(
         The formula's value: a reproduction of the paper (``corrected=False``) or
         the one-directional δ of the count of x₀ (``corrected=True``). Neither is
         a privacy guarantee.
+
+    Raises:
+        InvalidParameterError: For ε₀ > 700, where the printed formula's e^{ε₀}
+            overflows a double.
     """
     epsilon = check_epsilon(epsilon)
     epsilon0 = check_epsilon(epsilon0, "epsilon0")
+    if epsilon0 > 700.0:
+        raise InvalidParameterError(
+            f"epsilon0={epsilon0:g} is outside the range of the k-RR paper's formula as "
+            "evaluated here (epsilon0 <= 700: e^epsilon0 overflows beyond it)"
+        )
     k = check_int(k, "k", minimum=2)
     n = check_int(n, "n", minimum=1)
     n_x0 = check_int(n_x0, "n_x0", minimum=0, maximum=n - 1)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.accounting.flip import flip_delta
 
-__all__ = ["calibrate_flip_q", "largest_passing", "smallest_passing"]
+__all__ = ["calibrate_flip_q", "flip_delta_floor", "largest_passing", "smallest_passing"]
 
 
 def smallest_passing(
@@ -83,13 +85,42 @@ def largest_passing(
     return lo
 
 
+#: Flip probabilities stay below 1/2 by this factor (q = 1/2 is pure noise, not a valid q).
+_Q_CAP = 0.5 * (1.0 - 1e-9)
+_FLOOR_GRID = 48
+
+
+def flip_delta_floor(epsilon: float, n: int, fake_users: int) -> tuple[float, float]:
+    """Return (δ_min, q): the smallest δ(ε) the FLIP certificate reaches, and where.
+
+    The exact δ decreases in q (module :mod:`shuffledp.accounting.flip`), but
+    the certificate adds the binomial windows' left-out mass (about 2e-20 per
+    side with the default tail, for every q) and a rounding allowance
+    proportional to the mass of the region that matters, so it bottoms out
+    near that left-out mass, except that it is exactly 0 once one report is
+    ε-LDP (2·ln((1 − q)/q) ≤ ε, i.e. q ≥ 1/(1 + e^{ε/2})). A floor above 0
+    therefore exists only for ε below the local ε of the largest admissible q
+    (about 4e-9). The minimum over a geometric grid of q from one flipped bit
+    per bin up to q → 1/2 is what can be certified.
+    """
+    epsilon = check_epsilon(epsilon)
+    n = check_int(n, "n", minimum=1)
+    k = check_int(fake_users, "fake_users", minimum=0)
+    grid = np.geomspace(min(_Q_CAP, 1.0 / (n * (k + 1))), _Q_CAP, _FLOOR_GRID)
+    values = [flip_delta(epsilon, float(q), k, n) for q in grid]
+    best = int(np.argmin(values))
+    return values[best], float(grid[best])
+
+
 def calibrate_flip_q(
     epsilon: float, delta: float, n: int, fake_users: int, *, rtol: float = 1e-6
 ) -> float:
     """Return the smallest flip probability q whose certified δ(ε) is at most ``delta``.
 
     Uses :func:`shuffledp.accounting.flip.flip_delta` (exact certificate for all
-    datasets), which is non-increasing in q.
+    datasets), which is non-increasing in q up to its rounding allowance, and
+    0 from q = 1/(1 + e^{ε/2}) on (one report alone is then ε-LDP): below the
+    certificate's truncation floor that q is the answer.
 
     Args:
         epsilon: Target ε > 0.
@@ -98,28 +129,36 @@ def calibrate_flip_q(
         fake_users: k ≥ 0 fake reports per user.
         rtol: Relative precision of q; the returned q is certified, and at most a
             factor (1 + rtol) above the smallest certified q.
+
+    Raises:
+        InvalidParameterError: If ``delta`` is below the smallest δ the
+            certificate reaches at these (ε, n, k) (:func:`flip_delta_floor`);
+            the message names that floor.
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     n = check_int(n, "n", minimum=1)
     k = check_int(fake_users, "fake_users", minimum=0)
-    cap = 0.5 * (1.0 - 1e-9)
 
     def passes(q: float) -> bool:
         return flip_delta(epsilon, q, k, n) <= delta
 
     # Walk up from about one flipped bit per bin (never private) in doublings to
-    # the first certified q. The certificate's small rounding allowance grows
-    # with q, so the search stays near the threshold instead of starting at 1/2.
-    lo, hi = 0.0, min(cap, 1.0 / (n * (k + 1)))
+    # the first certified q, so the search stays near the threshold.
+    lo, hi = 0.0, min(_Q_CAP, 1.0 / (n * (k + 1)))
     while not passes(hi):
-        if hi >= cap:
-            raise InvalidParameterError(
-                f"delta={delta:g} is below what the FLIP accountant can certify at "
-                f"epsilon={epsilon:g} for n={n}, k={k} (its truncation and rounding "
-                f"allowances are about {flip_delta(epsilon, cap, k, n):.2g} near q = 1/2)"
-            )
-        lo, hi = hi, min(cap, 2.0 * hi)
-    if lo == 0.0:
+        if hi >= _Q_CAP:
+            floor, q_floor = flip_delta_floor(epsilon, n, k)
+            if floor > delta:
+                raise InvalidParameterError(
+                    f"delta={delta:g} is below what the FLIP accountant can certify at "
+                    f"epsilon={epsilon:g} for n={n}, k={k}: the smallest certified delta is "
+                    f"{floor:.3g} (at q={q_floor:.3g}; the binomial windows' left-out mass is "
+                    "added to every bound)"
+                )
+            hi = q_floor  # a dip of the certificate below its value at q → 1/2
+            break
+        lo, hi = hi, min(_Q_CAP, 2.0 * hi)
+    if lo == 0.0 or lo >= hi:
         lo = hi * 1e-12
     return smallest_passing(passes, lo, hi, rtol=rtol)

@@ -38,9 +38,12 @@ with r = (q' − q)/(1 − 2q); on counts, re-flipping is Bin(C_j, 1 − r) +
 Bin(N − C_j, r), a post-processing of the counts. So δ(ε) is non-increasing in
 q and bisection on q is sound (:func:`shuffledp.accounting.calibration.calibrate_flip_q`).
 
-Numerics. Binomial pmfs are summed on windows whose left-out mass is computed
-exactly and added to δ, together with a floating-point allowance
-(:func:`shuffledp.accounting.hockey_stick.rounding_allowance`).
+Numerics. Binomial pmfs are summed on windows whose left-out mass is bounded
+(Bernstein) and added to δ, together with a floating-point allowance
+proportional to P's mass on (and just around) the region P > e^ε Q
+(:func:`shuffledp.accounting.hockey_stick.certified_hockey_stick_product`). The
+certificate's floor is therefore the windows' left-out mass (about 4e-20 with
+the default tail), not a rounding constant.
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ from shuffledp.accounting._binomial import (
     plus_bernoulli,
     reflected,
 )
-from shuffledp.accounting.hockey_stick import hockey_stick_product, rounding_allowance
+from shuffledp.accounting.hockey_stick import certified_hockey_stick_product
 
 __all__ = [
     "flip_delta",
@@ -105,18 +108,25 @@ def _pair_delta(
     allowance (a certified upper bound on the pair's δ). ``rounding="down"``
     subtracts what truncation and rounding could have added (a certified lower
     bound): the window pmfs are at most the true ones, so the windowed sum is at
-    least the true sum minus e^ε times the Q-mass left out.
+    least the true sum minus e^ε times the Q-mass left out. The allowance is
+    proportional to P's mass near and inside the region P > e^ε Q
+    (:func:`~shuffledp.accounting.hockey_stick.certified_hockey_stick_product`),
+    so it shrinks with δ instead of flooring it.
     """
-    pa, qa = plus_bernoulli(background_a, 1.0 - q), plus_bernoulli(background_a, q)
-    pb, qb = plus_bernoulli(background_b, q), plus_bernoulli(background_b, 1.0 - q)
-    value = hockey_stick_product(pa.pmf, qa.pmf, pb.pmf, qb.pmf, epsilon)
-    if both:
-        value = max(value, hockey_stick_product(qa.pmf, pa.pmf, qb.pmf, pb.pmf, epsilon))
-    dropped = background_a.dropped + background_b.dropped
-    allowance = rounding_allowance(max(pa.rel_error, pb.rel_error), len(pa.pmf) + len(pb.pmf))
-    if rounding == "up":
-        return min(1.0, value + dropped + allowance)
-    return max(0.0, value - math.exp(epsilon) * dropped - allowance)
+    keep = 1.0 - q  # exact enough: q < 1/2, so 1 − q > 1/2 is within one unit
+    pa, qa = plus_bernoulli(background_a, keep, q), plus_bernoulli(background_a, q, keep)
+    pb, qb = plus_bernoulli(background_b, q, keep), plus_bernoulli(background_b, keep, q)
+    return certified_hockey_stick_product(
+        pa.pmf,
+        qa.pmf,
+        pb.pmf,
+        qb.pmf,
+        epsilon,
+        relative_error=max(pa.rel_error, pb.rel_error),
+        dropped=background_a.dropped + background_b.dropped,
+        rounding=rounding,
+        both=both,
+    )
 
 
 def _symmetric_delta(epsilon: float, q: float, background: int, tail: float) -> float:
@@ -141,9 +151,14 @@ def flip_delta(
         tail: Target probability left out of each binomial window.
 
     Returns:
-        An upper bound on δ(ε) over all pairs of neighbouring datasets.
+        An upper bound on δ(ε) over all pairs of neighbouring datasets; 0 at ε
+        at or above the local ε of one report (:func:`flip_local_epsilon`, with
+        a relative margin of 1e-12 for its rounding), which holds with δ = 0
+        before the shuffle and so after it.
     """
     epsilon, q, fake_users, n = _check_common(epsilon, q, fake_users, n)
+    if epsilon >= flip_local_epsilon(q) * (1.0 + 1e-12):
+        return 0.0
     return _symmetric_delta(epsilon, q, n * fake_users, tail)
 
 

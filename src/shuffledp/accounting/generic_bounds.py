@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shuffledp._validation import check_delta, check_epsilon, check_int
-from shuffledp.accounting._binomial import binomial_window
+from shuffledp.accounting._binomial import DEFAULT_TAIL, binomial_window
 
 __all__ = [
     "Bound",
@@ -120,15 +120,59 @@ def erlingsson2019_delta(epsilon: float, epsilon0: float, n: int) -> Bound:
 # ----------------------------------------------------------------------- BBGN'19
 
 
-def _bbgn_constants(epsilon: float, epsilon0: float) -> tuple[float, float, float, float, float]:
-    gamma = math.exp(-epsilon0)
-    a = math.expm1(epsilon)
-    value_range = (math.exp(epsilon) + 1.0) * (math.exp(epsilon0) - math.exp(-epsilon0))
-    max_l = math.exp(epsilon0) * (1.0 - math.exp(epsilon - 2.0 * epsilon0))
-    second = math.exp(epsilon0) * (math.exp(2.0 * epsilon) + 1.0) - 2.0 * gamma * math.exp(
-        epsilon - 2.0 * epsilon0
+def _log_expm1(x: float) -> float:
+    """ln(e^x − 1) for x > 0, without overflow or cancellation."""
+    return x + math.log(-math.expm1(-x)) if x > 1.0 else math.log(math.expm1(x))
+
+
+def _log1p_exp(x: float) -> float:
+    """ln(1 + e^x), without overflow."""
+    return x + math.log1p(math.exp(-x)) if x > 0.0 else math.log1p(math.exp(x))
+
+
+def _exp_capped(log_value: float) -> float:
+    """e^x for x ≤ 700, else e^700 (used where a smaller value only loosens an upper bound)."""
+    return math.exp(min(log_value, 700.0))
+
+
+def _bennett_phi(beta: float) -> float:
+    """φ(β) = (1 + β)ln(1 + β) − β, by its series Σ_{j≥2} (−β)^j/(j(j − 1)) for small β.
+
+    The closed form cancels for small β (φ ≈ β²/2); the series is alternating
+    with decreasing terms for β < 0.1, and 30 terms leave less than 1e-31 relative.
+    """
+    if beta >= 0.1:
+        return (1.0 + beta) * math.log1p(beta) - beta
+    total, power = 0.0, beta
+    for j in range(2, 32):
+        power *= -beta
+        total += power / (j * (j - 1))
+    return total
+
+
+@dataclass(frozen=True)
+class _LogConstants:
+    """Logarithms of BBGN's generic constants (everything here may exceed a double)."""
+
+    log_gamma: float  # ln γ = −ε₀
+    log_a: float  # ln(e^ε − 1)
+    log_range: float  # ln((e^ε + 1)(e^{ε₀} − e^{−ε₀})): range of L
+    log_max: float  # ln(e^{ε₀}(1 − e^{ε − 2ε₀})): b₊, maximum of L
+    log_second: float  # ln(e^{ε₀}(e^{2ε} + 1) − 2γe^{ε − 2ε₀}): c, second moment bound
+
+
+def _bbgn_constants(epsilon: float, epsilon0: float) -> _LogConstants:
+    """The generic constants of the module docstring, in log space (needs ε < ε₀)."""
+    log_one_plus_e2 = _log1p_exp(2.0 * epsilon)
+    return _LogConstants(
+        log_gamma=-epsilon0,
+        log_a=_log_expm1(epsilon),
+        log_range=_log1p_exp(epsilon) + epsilon0 + math.log1p(-math.exp(-2.0 * epsilon0)),
+        log_max=epsilon0 + math.log1p(-math.exp(epsilon - 2.0 * epsilon0)),
+        log_second=epsilon0
+        + log_one_plus_e2
+        + math.log1p(-2.0 * math.exp(epsilon - 4.0 * epsilon0 - log_one_plus_e2)),
     )
-    return gamma, a, value_range, max_l, second
 
 
 def bbgn2019_hoeffding_delta(epsilon: float, epsilon0: float, n: int) -> Bound:
@@ -136,20 +180,42 @@ def bbgn2019_hoeffding_delta(epsilon: float, epsilon0: float, n: int) -> Bound:
 
     δ ≤ (1/(γn))·(b²/(4a))·(1 − γ(1 − e^{−2a²/b²}))ⁿ with a = e^ε − 1, b the range
     of the amplification variable, γ = e^{−ε₀}. Zero for ε ≥ ε₀ (no amplification
-    is needed there).
+    is needed there). Evaluated in log space, so any ε₀ works.
     """
     epsilon = check_epsilon(epsilon)
     epsilon0, n = check_epsilon(epsilon0, "epsilon0"), check_int(n, "n", minimum=1)
     if epsilon >= epsilon0:
         return Bound(0.0, True)
-    gamma, a, b, _, _ = _bbgn_constants(epsilon, epsilon0)
+    k = _bbgn_constants(epsilon, epsilon0)
+    gamma = math.exp(k.log_gamma)
+    ratio = math.exp(min(0.0, 2.0 * (k.log_a - k.log_range)))  # a²/b² ≤ 1
     log_delta = (
-        -math.log(gamma * n)
-        + 2.0 * math.log(b)
-        - math.log(4.0 * a)
-        + n * math.log1p(-gamma * (-math.expm1(-2.0 * a * a / (b * b))))
+        -k.log_gamma
+        - math.log(n)
+        + 2.0 * k.log_range
+        - math.log(4.0)
+        - k.log_a
+        + n * math.log1p(-gamma * (-math.expm1(-2.0 * ratio)))
     )
     return Bound(_upper_exp(log_delta), True)
+
+
+def _bennett_parts(k: _LogConstants) -> tuple[float, float, float]:
+    """(α·φ(β), β, ln ln(1 + β)) with α = c/b₊², β = a·b₊/c.
+
+    α·φ is capped at e^700 and taken as 0 if φ(β) underflows: both only
+    loosen δ. ln ln(1 + β) uses ln(1 + β)/β = 1 − β/2 + β²/3 − … for small β,
+    so it stays exact when β itself underflows (ε near a huge ε₀).
+    """
+    log_beta = k.log_a + k.log_max - k.log_second
+    beta = math.exp(log_beta)
+    phi = _bennett_phi(beta)
+    alpha_phi = _exp_capped(k.log_second - 2.0 * k.log_max + math.log(phi)) if phi > 0 else 0.0
+    if beta < 1e-4:
+        log_log1p = log_beta + math.log1p(beta * (-0.5 + beta * (1.0 / 3.0 - beta / 4.0)))
+    else:
+        log_log1p = math.log(math.log1p(beta))
+    return alpha_phi, beta, log_log1p
 
 
 def bbgn2019_bennett_delta(epsilon: float, epsilon0: float, n: int) -> Bound:
@@ -165,20 +231,21 @@ def bbgn2019_bennett_delta(epsilon: float, epsilon0: float, n: int) -> Bound:
 
     The authors' reference implementation divides by m·(a/b₊)·ln(1 + β)
     instead (:func:`bbgn2019_bennett_published_delta`); that is smaller by a
-    factor m·a and falls below the exact expectation once m·a > 1.
+    factor m·a and falls below the exact expectation once m·a > 1. Evaluated in
+    log space, so any ε₀ works.
     """
     epsilon = check_epsilon(epsilon)
     epsilon0, n = check_epsilon(epsilon0, "epsilon0"), check_int(n, "n", minimum=1)
     if epsilon >= epsilon0:
         return Bound(0.0, True)
-    gamma, a, _, b_plus, c = _bbgn_constants(epsilon, epsilon0)
-    alpha, beta = c / b_plus**2, a * b_plus / c
-    phi = (1.0 + beta) * math.log1p(beta) - beta
+    k = _bbgn_constants(epsilon, epsilon0)
+    alpha_phi, _, log_log1p = _bennett_parts(k)
     log_delta = (
-        -math.log(gamma * n)
-        + math.log(b_plus)
-        - math.log(math.log1p(beta))
-        + n * math.log1p(-gamma * (-math.expm1(-alpha * phi)))
+        -k.log_gamma
+        - math.log(n)
+        + k.log_max
+        - log_log1p
+        + n * math.log1p(-math.exp(k.log_gamma) * (-math.expm1(-alpha_phi)))
     )
     return Bound(_upper_exp(log_delta), True)
 
@@ -192,28 +259,41 @@ def bbgn2019_bennett_published_delta(epsilon: float, epsilon0: float, n: int) ->
     """
     epsilon = check_epsilon(epsilon)
     epsilon0, n = check_epsilon(epsilon0, "epsilon0"), check_int(n, "n", minimum=1)
+    reason = "a published formula that is not a guarantee"
     if epsilon >= epsilon0:
-        return Bound(0.0, False, "a published formula that is not a guarantee")
-    gamma, a, _, b_plus, c = _bbgn_constants(epsilon, epsilon0)
-    alpha, beta, eta = c / b_plus**2, a * b_plus / c, a / b_plus
-    phi = (1.0 + beta) * math.log1p(beta) - beta
-    window = binomial_window(n, gamma)
+        return Bound(0.0, False, reason)
+    k = _bbgn_constants(epsilon, epsilon0)
+    alpha_phi, _, log_log1p = _bennett_parts(k)
+    window = binomial_window(n, math.exp(k.log_gamma), DEFAULT_TAIL, -math.expm1(k.log_gamma))
     m = np.arange(window.lo, window.hi + 1, dtype=np.float64)
     keep = m >= 1
-    terms = np.exp(-m[keep] * alpha * phi) / (m[keep] * eta * math.log1p(beta))
-    expectation = float(np.sum(window.pmf[keep] * terms))
-    return Bound(
-        min(1.0, expectation / (gamma * n)), False, "a published formula that is not a guarantee"
+    log_terms = (
+        -m[keep] * alpha_phi
+        - np.log(m[keep])
+        - (k.log_a - k.log_max)
+        - log_log1p
+        - k.log_gamma
+        - math.log(n)
     )
+    with np.errstate(over="ignore"):
+        value = float(np.sum(window.pmf[keep] * np.exp(np.minimum(log_terms, 700.0))))
+    return Bound(min(1.0, value), False, reason)
 
 
 # ------------------------------------------------------------------------ FMT'21
 
 
 def _fmt_closed(epsilon0: float, n: int, delta: float) -> float:
-    e0 = math.exp(epsilon0)
-    inner = 8.0 * math.sqrt(e0 * math.log(4.0 / delta) / n) + 8.0 * e0 / n
-    return math.log1p((e0 - 1.0) / (e0 + 1.0) * inner)
+    """ln(1 + tanh(ε₀/2)·(8√(e^{ε₀} ln(4/δ)/n) + 8e^{ε₀}/n)), in log space (any ε₀)."""
+    log8 = math.log(8.0)
+    log_inner = float(
+        np.logaddexp(
+            log8 + 0.5 * (epsilon0 + math.log(math.log(4.0 / delta)) - math.log(n)),
+            log8 + epsilon0 - math.log(n),
+        )
+    )
+    x = math.log(math.tanh(epsilon0 / 2.0)) + log_inner
+    return _log1p_exp(x)
 
 
 def _fmt_range(epsilon0: float, n: int, delta: float) -> str:
@@ -246,7 +326,7 @@ def fmt2021_closed_delta(epsilon: float, epsilon0: float, n: int) -> Bound:
     epsilon = check_epsilon(epsilon)
     epsilon0, n = check_epsilon(epsilon0, "epsilon0"), check_int(n, "n", minimum=1)
     # Range condition: ln(2/δ) <= n/(16 e^{ε0}) ⇔ δ >= 2·exp(−n/(16 e^{ε0})).
-    delta_range = 2.0 * math.exp(-n / (16.0 * math.exp(epsilon0)))
+    delta_range = 2.0 * math.exp(-math.exp(math.log(n) - math.log(16.0) - epsilon0))
     if delta_range >= 1.0:
         return _not(1.0, "n is too small for the closed form at this epsilon0")
     lo, hi = 1e-300, 1.0 - 1e-16

@@ -57,17 +57,29 @@ class IidBlanket:
         o_sym: Probability each lands on x₀ (and, separately, on x₁).
         o_z: Probability each lands on z.
         victim: (p₀, p₁, p_z, p_r) under the first dataset.
+        o_r: Probability each lands on the rest, 1 − 2o_s − o_z; ``None``
+            derives it, pass it computed directly when it is small relative to
+            o_z (the law of W given S needs o_r/(o_z + o_r) to full relative
+            precision).
     """
 
     others: int
     o_sym: float
     o_z: float
     victim: tuple[float, float, float, float]
+    o_r: float | None = None
 
     def __post_init__(self) -> None:
         check_int(self.others, "others", minimum=0)
         if self.o_sym < 0 or self.o_z < 0 or 2 * self.o_sym + self.o_z > 1 + 1e-12:
             raise InvalidParameterError("need o_sym, o_z >= 0 and 2*o_sym + o_z <= 1")
+        if self.o_r is not None and not (
+            self.o_r >= 0 and abs(2 * self.o_sym + self.o_z + self.o_r - 1.0) <= 1e-12
+        ):
+            raise InvalidParameterError(
+                f"o_r must be 1 - 2*o_sym - o_z, got o_r={self.o_r!r} for o_sym="
+                f"{self.o_sym!r}, o_z={self.o_z!r}"
+            )
         if any(p < 0 for p in self.victim) or abs(sum(self.victim) - 1.0) > 1e-9:
             raise InvalidParameterError("the victim's four probabilities must sum to 1")
         if self.victim[0] < self.victim[1]:
@@ -88,11 +100,13 @@ def _joint_grid(setting: IidBlanket, tail: float) -> _JointGrid:
     """P[S = s, W = w] on rows s_lo − 1 … s_hi + 1 and columns w_lo − 1 … w_hi (cached: ε-free)."""
     n_others = setting.others
     s_window = binomial_window(n_others, min(1.0, 2.0 * setting.o_sym), tail)
-    rest_of_s = 1.0 - 2.0 * setting.o_sym
+    o_r = max(0.0, 1.0 - 2.0 * setting.o_sym - setting.o_z) if setting.o_r is None else setting.o_r
+    rest_of_s = setting.o_z + o_r
     p_z_given = 0.0 if rest_of_s <= 0 else min(1.0, setting.o_z / rest_of_s)
+    p_r_given = 1.0 - p_z_given if rest_of_s <= 0 else min(1.0, o_r / rest_of_s)
     # W | S = s ~ Bin(N − s, p_z_given): one window covering every s in S's window.
-    w_lo_win = binomial_window(n_others - s_window.hi, p_z_given, tail)
-    w_hi_win = binomial_window(n_others - s_window.lo, p_z_given, tail)
+    w_lo_win = binomial_window(n_others - s_window.hi, p_z_given, tail, p_r_given)
+    w_hi_win = binomial_window(n_others - s_window.lo, p_z_given, tail, p_r_given)
     w_lo, w_hi = w_lo_win.lo, w_hi_win.hi + 1
     rows = np.arange(s_window.lo - 1, s_window.hi + 2, dtype=np.int64)
     cols = np.arange(w_lo - 1, w_hi + 1, dtype=np.int64)
@@ -105,11 +119,11 @@ def _joint_grid(setting: IidBlanket, tail: float) -> _JointGrid:
     weight[inside] = s_window.pmf[rows[inside] - s_window.lo]
     m = (n_others - rows).astype(np.float64)[:, None]
     c = cols.astype(np.float64)[None, :]
-    if p_z_given in (0.0, 1.0):
+    if p_z_given == 0.0 or p_r_given == 0.0:
         point = np.zeros_like(m) if p_z_given == 0.0 else m
         law = (c == point).astype(np.float64)
     else:
-        law = binomial_pmf(c, m, p_z_given)
+        law = binomial_pmf(c, m, p_z_given, p_r_given)
     joint = weight[:, None] * law
     joint.setflags(write=False)
     return _JointGrid(
@@ -138,7 +152,9 @@ def iid_blanket_delta(
     p0, p1, pz, pr = setting.victim
     grid = _joint_grid(setting, tail)
     s_window = grid.s_window
-    e_eps = math.exp(epsilon)
+    shrink = math.exp(-epsilon)
+    # α, γ per cell: the joint pmf's error, the victim's weights' (4u) and a few roundings.
+    rho = s_window.rel_error + grid.rel_w + 12.0 * 2.0**-53
     total = 0.0
     positive = 0.0
     skipped = 0.0
@@ -154,11 +170,13 @@ def iid_blanket_delta(
         alpha = p0 * o_prev + 0.5 * beta
         gamma = p1 * o_prev + 0.5 * beta
         # Cells whose whole mass is negligible are charged in full instead of summed.
-        faint = (alpha > e_eps * gamma) & (alpha < _FAINT)
+        faint = (alpha * shrink >= gamma * (1.0 - 1e-9)) & (alpha < _FAINT)
         skipped += float(np.sum(alpha[faint] + gamma[faint]))
         alpha[faint] = 0.0
         gamma[faint] = 0.0
-        part, mass = line_divergence(alpha, gamma, s_block[:, None].astype(np.float64), epsilon)
+        part, mass = line_divergence(
+            alpha, gamma, s_block[:, None].astype(np.float64), epsilon, relative_error=rho
+        )
         total += part
         positive += mass
     # Mass left out: S's window, W's tails beyond one window that covers every
@@ -168,6 +186,7 @@ def iid_blanket_delta(
         positive,
         dropped=s_window.dropped + grid.dropped_w + skipped,
         pmf_relative_error=s_window.rel_error + grid.rel_w,
+        weight_relative_error=8.0 * 2.0**-53,
         epsilon=epsilon,
         rounding=rounding,
     )

@@ -21,12 +21,24 @@ B's window is summed value by value when it is at most 400 wide; otherwise in
 blocks of about equal probability, split where a block's two ends disagree by
 more than 0.2% of the total, each charged at its smallest B.
 
+Nothing in this argument depends on what the other users hold: the
+decomposition applies to each of them whatever its value, the non-blanket
+reports are the same fixed counts under both neighbouring datasets, and the
+law of (victim + blanket reports) given B is the same for every dataset. So
+the bound covers every dataset, including the ones that are worst at a given
+(n, k, ε₀, ε), which vary (see below).
+
 Lower bounds (:func:`krr_delta_lower_bound`). In a dataset where every other
-user holds the same third value z, the likelihood ratio of the histogram
-depends only on the counts of x₀, x₁ and z, and δ is an exact sum over two
-dimensions (:func:`krr_delta_homogeneous`). Restricted further to the counts of
-x₀ and x₁ it is the two-count pair C ~ Bin(n − 1, 2b), w₁ = a, w₂ = b
-(:func:`krr_delta_two_count_marginal`).
+user holds the same third value z (k ≥ 3), the likelihood ratio of the
+histogram depends only on the counts of x₀, x₁ and z, and δ is an exact sum
+over two dimensions (:func:`krr_delta_homogeneous`). Restricted further to the
+counts of x₀ and x₁ it is the two-count pair C ~ Bin(n − 1, 2b), w₁ = a,
+w₂ = b (:func:`krr_delta_two_count_marginal`). That dataset is often the worst
+one, but not always: enumerating every dataset for n ≤ 8 and k ≤ 4 finds
+other datasets worse in about a quarter of the configurations, mostly for ε
+close to ε₀ (at n = 8, k = 3, ε₀ = 8, ε = 7.999992 it has δ = 3.8e-30 while
+the dataset with every other user on x₁ has 7.96e-6). Its δ is a lower
+bound, not the worst case.
 
 That last pair is what the variation-ratio reduction (Thm 1 of the segmented
 paper) gives with k-RR's parameters p = q = e^{ε₀}, β = (e^{ε₀} − 1)/(e^{ε₀} + k − 1),
@@ -35,8 +47,16 @@ the histogram of the dataset above has δ = 0.30442 against the pair's 0.30431
 (brute-force enumeration in the test suite). The extra information is the count
 of z, which tells a little about whether the victim reported x₀ or x₁ at all.
 
-k = 2 (binary randomized response): the histogram is the count of x₀, and the
-exact δ of any dataset is a one-dimensional sum (:func:`krr_delta_for_dataset`).
+k = 2 (binary randomized response): there is no third value. The histogram
+is the count of x₀, the exact δ of any dataset is a one-dimensional sum
+(:func:`krr_delta_for_dataset`), and only the split (n₀ other users on x₀, n₁ on
+x₁) matters; the largest δ over all n splits is the exact worst case
+(:func:`krr_binary_split_delta`).
+
+Numerics. a and b are computed from e^{−ε₀} (no overflow, no 1 − x of an x
+near 1), and so is every probability near 1's complement (1 − kb, 1 − a), so
+each is within a few rounding units of the truth; that is what the
+certificates' allowances assume.
 """
 
 from __future__ import annotations
@@ -53,13 +73,15 @@ from shuffledp.accounting._binomial import (
     binomial_window,
     convolve,
     plus_bernoulli,
-    reflected,
 )
-from shuffledp.accounting.hockey_stick import hockey_stick_both, rounding_allowance
+from shuffledp.accounting.hockey_stick import certified_hockey_stick
 from shuffledp.accounting.iid_blanket import IidBlanket, iid_blanket_delta
 from shuffledp.accounting.two_counts import Rounding, TwoCountPair, two_count_delta
 
 __all__ = [
+    "ALL_SPLITS_UP_TO",
+    "LOG_RANGE",
+    "krr_binary_split_delta",
     "krr_delta",
     "krr_delta_for_dataset",
     "krr_delta_homogeneous",
@@ -72,28 +94,61 @@ __all__ = [
 
 
 def krr_probabilities(epsilon0: float, k: int) -> tuple[float, float]:
-    """Return (a, b): k-RR's probability of the true value and of each other value."""
+    """Return (a, b): k-RR's probability of the true value and of each other value.
+
+    a = e^{ε₀}/(e^{ε₀} + k − 1) and b = 1/(e^{ε₀} + k − 1) (Def. 5 of the k-RR paper),
+    computed from e^{−ε₀} so that neither overflows and each is within 4
+    rounding units of the truth (b underflows to 0 only beyond ε₀ ≈ 745).
+    """
     epsilon0 = check_epsilon(epsilon0, "epsilon0")
     k = check_int(k, "k", minimum=2)
-    denom = math.exp(epsilon0) + k - 1
-    return math.exp(epsilon0) / denom, 1.0 / denom
+    shrink = math.exp(-epsilon0)
+    denom = 1.0 + (k - 1) * shrink
+    return 1.0 / denom, shrink / denom
+
+
+#: The accountants need b = 1/(e^{ε₀} + k − 1) ≥ 1e-300 (a normal double with full precision).
+LOG_RANGE = 690.0
+
+
+def _accounted(epsilon0: float, k: int) -> tuple[float, float]:
+    """(a, b) for an accountant, refusing ε₀ where b would lose precision."""
+    epsilon0 = check_epsilon(epsilon0, "epsilon0")
+    k = check_int(k, "k", minimum=2)
+    if epsilon0 + math.log(k) > LOG_RANGE:
+        raise InvalidParameterError(
+            f"epsilon0={epsilon0:g} with k={k} is outside the k-RR accountant's range "
+            f"(epsilon0 + ln k <= {LOG_RANGE:g}: beyond it 1/(e^epsilon0 + k - 1) < 1e-300); "
+            "for epsilon >= epsilon0 the local guarantee alone gives delta = 0"
+        )
+    return krr_probabilities(epsilon0, k)
+
+
+def _not_a(epsilon0: float, k: int) -> float:
+    """1 − a = (k − 1)·b, computed directly."""
+    return (k - 1) * krr_probabilities(epsilon0, k)[1]
 
 
 def krr_two_count_pair(epsilon0: float, k: int, n: int) -> TwoCountPair:
-    """The counts of x₀ and x₁ when no other user holds them: C ~ Bin(n − 1, 2b), w₁ = a, w₂ = b."""
-    a, b = krr_probabilities(epsilon0, k)
+    """The counts of x₀ and x₁ when every other user holds a third value z (k ≥ 3).
+
+    C ~ Bin(n − 1, 2b), w₁ = a, w₂ = b, w₀ = (k − 2)b.
+    """
+    k = check_int(k, "k", minimum=3)
+    a, b = _accounted(epsilon0, k)
     n = check_int(n, "n", minimum=1)
-    return TwoCountPair(blanket=n - 1, rate=min(1.0, 2.0 * b), w1=a, w2=b)
+    return TwoCountPair(blanket=n - 1, rate=2.0 * b, w1=a, w2=b, w0=(k - 2) * b)
 
 
 def krr_delta_two_count_marginal(
     epsilon: float, epsilon0: float, k: int, n: int, *, rounding: Rounding = "down"
 ) -> float:
-    """Return δ(ε) of the counts of x₀ and x₁ when no other user holds x₀ or x₁.
+    """Return δ(ε) of the counts of x₀ and x₁ when every other user holds a third value.
 
     A lower bound on k-RR's worst-case δ (rounded down by default). It is also
     the variation-ratio bound with k-RR's parameters, which is not an upper
-    bound (see the module docstring).
+    bound (see the module docstring). Needs k ≥ 3: with k = 2 that dataset does
+    not exist (and the pair would be the generic variation-ratio upper bound).
     """
     epsilon = check_epsilon(epsilon)
     return two_count_delta(krr_two_count_pair(epsilon0, k, n), epsilon, rounding=rounding)
@@ -118,6 +173,17 @@ def krr_delta(
 ) -> float:
     """Return a δ(ε) that holds for every dataset (the blanket bound of the module docstring).
 
+    Why every dataset, whichever is worst: each other user's report is a
+    mixture kb·Uniform([k]) + (1 − kb)·(its own value), whatever that value is.
+    Given which users drew from the uniform part, the others' reports are
+    fixed counts, identical under both neighbouring datasets; what remains is
+    the victim's report plus B uniform reports, whose law depends on B alone
+    and not on the dataset. The counts of x₀ and x₁ are sufficient for it (a
+    report outside {x₀, x₁} is uniform on the other k − 2 values, whoever sent
+    it), giving the two-count pair of the module docstring. Joint convexity of
+    H_ε over the mixture in B (and in which users are blanket) gives
+    δ(D, D') ≤ Σ_B P[B]·H_ε(pair_B) for every pair D, D'.
+
     For ε ≥ ε₀ the answer is 0: k-RR is ε₀-LDP, so the shuffled histogram is
     (ε₀, 0)-DP whatever the other users hold.
 
@@ -135,16 +201,24 @@ def krr_delta(
     epsilon = check_epsilon(epsilon)
     if epsilon >= check_epsilon(epsilon0, "epsilon0"):
         return 0.0
-    a, b = krr_probabilities(epsilon0, k)
+    a, b = _accounted(epsilon0, k)
     n = check_int(n, "n", minimum=1)
-    window = binomial_window(n - 1, min(1.0, k * b), tail)
+    # B ~ Bin(n − 1, kb); 1 − kb = (1 − e^{−ε₀})·a computed directly.
+    window = binomial_window(n - 1, min(1.0, k * b), tail, -math.expm1(-epsilon0) * a)
     lo, hi = window.lo, window.hi
-    rate = min(1.0, 2.0 / k)
+    rate, rate_complement = min(1.0, 2.0 / k), max(0.0, (k - 2) / k)
     cache: dict[int, float] = {}
 
     def pair_delta(blanket: int) -> float:
         if blanket not in cache:
-            pair = TwoCountPair(blanket=blanket, rate=rate, w1=a, w2=b)
+            pair = TwoCountPair(
+                blanket=blanket,
+                rate=rate,
+                w1=a,
+                w2=b,
+                w0=(k - 2) * b,
+                rate_complement=rate_complement,
+            )
             cache[blanket] = two_count_delta(pair, epsilon, rounding=rounding, tail=tail)
         return cache[blanket]
 
@@ -195,22 +269,34 @@ def krr_delta_homogeneous(
     epsilon = check_epsilon(epsilon)
     k = check_int(k, "k", minimum=3)
     n = check_int(n, "n", minimum=1)
-    a, b = krr_probabilities(epsilon0, k)
-    setting = IidBlanket(others=n - 1, o_sym=b, o_z=a, victim=(a, b, b, (k - 3) * b))
+    a, b = _accounted(epsilon0, k)
+    setting = IidBlanket(
+        others=n - 1, o_sym=b, o_z=a, victim=(a, b, b, (k - 3) * b), o_r=(k - 3) * b
+    )
     return iid_blanket_delta(setting, epsilon, rounding=rounding)
 
 
 def _one_dimensional_delta(
-    epsilon: float, background: Window, p_d: float, p_d_prime: float, rounding: Rounding
+    epsilon: float,
+    background: Window,
+    victim: tuple[float, float],
+    victim_prime: tuple[float, float],
+    rounding: Rounding,
 ) -> float:
-    """Max over directions of H_ε between background + Ber(p_d) and background + Ber(p_d')."""
-    first = plus_bernoulli(background, p_d).pmf
-    second = plus_bernoulli(background, p_d_prime).pmf
-    value = hockey_stick_both(first, second, epsilon)
-    allowance = rounding_allowance(background.rel_error, len(first))
-    if rounding == "up":
-        return min(1.0, value + background.dropped + allowance)
-    return max(0.0, value - math.exp(epsilon) * background.dropped - allowance)
+    """Max over directions of H_ε between background + Ber(p) and background + Ber(p').
+
+    ``victim`` and ``victim_prime`` are (P[Z = 1], P[Z = 0]), each computed directly.
+    """
+    first = plus_bernoulli(background, *victim)
+    second = plus_bernoulli(background, *victim_prime)
+    return certified_hockey_stick(
+        first.pmf,
+        second.pmf,
+        epsilon,
+        relative_error=max(first.rel_error, second.rel_error),
+        dropped=background.dropped,
+        rounding=rounding,
+    )
 
 
 def krr_marginal_delta(
@@ -231,11 +317,12 @@ def krr_marginal_delta(
     its eqs. 8–9 in place of the printed v_s.
     """
     epsilon = check_epsilon(epsilon)
-    a, b = krr_probabilities(epsilon0, k)
+    a, b = _accounted(epsilon0, k)
+    not_a = _not_a(epsilon0, k)
     n = check_int(n, "n", minimum=1)
     m = check_int(others_at_value, "others_at_value", minimum=0, maximum=n - 1)
-    background = convolve(binomial_window(m, a), binomial_window(n - 1 - m, b))
-    return _one_dimensional_delta(epsilon, background, a, b, rounding)
+    background = convolve(binomial_window(m, a, DEFAULT_TAIL, not_a), binomial_window(n - 1 - m, b))
+    return _one_dimensional_delta(epsilon, background, (a, not_a), (b, 1.0 - b), rounding)
 
 
 _ENUMERATION_LIMIT = 2_000_000
@@ -253,9 +340,10 @@ def _enumerated_delta(
     """Exact δ by building the histogram's law user by user on the grid {0..n}^k.
 
     Each cell is a sum of at most kⁿ products of n probabilities, all positive,
-    so its relative rounding error is below 2n·u; the allowance follows.
+    each probability within 4u of the truth, so its relative error is below
+    6n·u (4u per factor, one rounding per product and per sum).
     """
-    a, b = krr_probabilities(epsilon0, k)
+    a, b = _accounted(epsilon0, k)
     n = len(others) + 1
 
     def law(values: list[int]) -> np.ndarray:
@@ -274,11 +362,59 @@ def _enumerated_delta(
         return grid
 
     first, second = law([*others, x0]), law([*others, x1])
-    value = hockey_stick_both(first, second, epsilon)
-    allowance = rounding_allowance(2.0 * (n + 1) * 2.0**-53, first.size)
-    if rounding == "up":
-        return min(1.0, value + allowance)
-    return max(0.0, value - allowance)
+    return certified_hockey_stick(
+        first.ravel(),
+        second.ravel(),
+        epsilon,
+        relative_error=6.0 * (n + 1) * 2.0**-53,
+        rounding=rounding,
+    )
+
+
+def _binary_dataset_delta(
+    epsilon: float, epsilon0: float, n0: int, n1: int, *, rounding: Rounding
+) -> float:
+    """Exact δ for k = 2 with n₀ other users on x₀ and n₁ on x₁ (the count of x₀ is the output)."""
+    a, b = _accounted(epsilon0, 2)
+    # Users on x₀ report x₀ with probability a (1 − a = b); users on x₁ with probability b.
+    background = convolve(binomial_window(n0, a, DEFAULT_TAIL, b), binomial_window(n1, b))
+    return _one_dimensional_delta(epsilon, background, (a, b), (b, a), rounding)
+
+
+#: For k = 2 and n up to this, every split of the other users is evaluated.
+ALL_SPLITS_UP_TO = 256
+#: Above, this many evenly spaced splits (fewer beyond 1e4 users, where every
+#: split's background has the same variance (n − 1)ab and their δs nearly agree).
+_SPLITS, _SPLITS_LARGE, _LARGE = 65, 17, 10_000
+
+
+def krr_binary_split_delta(
+    epsilon: float, epsilon0: float, n: int, *, rounding: Rounding = "down"
+) -> float:
+    """Return the largest exact δ(ε) over splits of the other users, for k = 2.
+
+    With two values every dataset is a split: n₀ other users on x₀ and
+    n − 1 − n₀ on x₁ (the victim moves x₀ → x₁; the reverse move is the same
+    split mirrored, and :func:`krr_delta_for_dataset` takes both directions).
+    For n ≤ :data:`ALL_SPLITS_UP_TO` all n splits are evaluated, so the result
+    is the exact worst case (rounded down by default); above, 65 evenly spaced
+    splits (17 beyond 1e4 users), a lower bound. Every value is attained by a
+    dataset that exists.
+    """
+    epsilon = check_epsilon(epsilon)
+    n = check_int(n, "n", minimum=1)
+    _accounted(epsilon0, 2)
+    if epsilon >= epsilon0:
+        return 0.0  # k-RR is ε₀-LDP: δ = 0 for every dataset
+    if n <= ALL_SPLITS_UP_TO:
+        splits = np.arange(n)
+    else:
+        count = _SPLITS if n <= _LARGE else _SPLITS_LARGE
+        splits = np.unique(np.linspace(0, n - 1, num=count).round().astype(int))
+    return max(
+        _binary_dataset_delta(epsilon, epsilon0, int(m), n - 1 - int(m), rounding=rounding)
+        for m in splits
+    )
 
 
 def krr_delta_for_dataset(
@@ -315,11 +451,9 @@ def krr_delta_for_dataset(
         raise InvalidParameterError(f"x0 and x1 must be distinct values in [0, {k - 1}]")
     n = int(counts.sum()) + 1
     if k == 2:
-        a, b = krr_probabilities(epsilon0, 2)
-        n0, n1 = int(counts[x0]), int(counts[x1])
-        # Users at x1 report x0 with probability b = 1 − a: Bin(n1, b) = n1 − Bin(n1, a).
-        background = convolve(binomial_window(n0, a), reflected(binomial_window(n1, a), n1))
-        return _one_dimensional_delta(epsilon, background, a, b, rounding)
+        return _binary_dataset_delta(
+            epsilon, epsilon0, int(counts[x0]), int(counts[x1]), rounding=rounding
+        )
     support = np.flatnonzero(counts)
     if len(support) == 1 and support[0] not in (x0, x1):
         return krr_delta_homogeneous(epsilon, epsilon0, k, n, rounding=rounding)
@@ -339,20 +473,20 @@ def krr_delta_lower_bound(epsilon: float, epsilon0: float, k: int, n: int) -> fl
 
     For k ≥ 3 the dataset whose other users all hold one third value
     (:func:`krr_delta_homogeneous`, rounded down) when its two-dimensional sum is
-    affordable (n ≤ 3e4), else the two-count marginal of that dataset. For k = 2
-    the largest exact δ over up to 33 splits of the other users between x₀ and x₁.
+    affordable (n ≤ 3e4), else the two-count marginal of that dataset. That
+    dataset is not always the worst one (see the module docstring). For k = 2
+    the largest exact δ over splits of the other users between x₀ and x₁
+    (:func:`krr_binary_split_delta`). 0 for ε ≥ ε₀, where δ = 0 exactly.
     """
+    epsilon = check_epsilon(epsilon)
     k = check_int(k, "k", minimum=2)
     n = check_int(n, "n", minimum=1)
+    _accounted(epsilon0, k)
+    if epsilon >= epsilon0:
+        return 0.0
     if k >= 3:
         marginal = krr_delta_two_count_marginal(epsilon, epsilon0, k, n)
         if n <= 30_000:
             return max(marginal, krr_delta_homogeneous(epsilon, epsilon0, k, n, rounding="down"))
         return marginal
-    splits = np.unique(np.linspace(0, n - 1, num=min(n, 33)).round().astype(int))
-    return max(
-        krr_delta_for_dataset(
-            epsilon, epsilon0, 2, np.array([int(m), n - 1 - int(m)]), rounding="down"
-        )
-        for m in splits
-    )
+    return krr_binary_split_delta(epsilon, epsilon0, n)

@@ -4,6 +4,14 @@ Each :class:`Method` knows which mechanisms it applies to, what kind of number
 it returns (:class:`shuffledp.privacy.BoundKind`), where it comes from, and how
 to evaluate δ(ε) for a :class:`Mechanism`. ε(δ) is found by bisection on δ(ε),
 rounded towards the safe side for the kind of bound.
+
+:meth:`Method.evaluate` returns a :class:`Bound` whose ``certified`` flag means
+"inside the method's proven range" (for a lower bound: a value some existing
+dataset attains). Whether a number is a guarantee a user may rely on is
+decided in :mod:`shuffledp.accounting.api` (only upper bounds can be). A
+method whose own range is exceeded, or that raises
+:class:`~shuffledp._validation.InvalidParameterError` for these parameters,
+gives NaN with the reason; it never fails the other methods.
 """
 
 from __future__ import annotations
@@ -31,13 +39,20 @@ from shuffledp.accounting.generic_bounds import (
     fmt2021_closed_delta,
 )
 from shuffledp.accounting.krr import (
+    ALL_SPLITS_UP_TO,
+    LOG_RANGE,
+    krr_binary_split_delta,
     krr_delta,
     krr_delta_homogeneous,
     krr_delta_two_count_marginal,
 )
 from shuffledp.accounting.poisson import poisson_delta, poisson_delta_lemma3
 from shuffledp.accounting.two_counts import two_count_delta
-from shuffledp.accounting.variation_ratio import fmt2021_numeric_pair, vr_generic_pair
+from shuffledp.accounting.variation_ratio import (
+    fmt2021_numeric_pair,
+    group_composition,
+    vr_generic_pair,
+)
 from shuffledp.privacy import BoundKind
 
 __all__ = ["MECHANISMS", "METHODS", "Mechanism", "Method", "methods_for"]
@@ -160,15 +175,24 @@ class Method:
     hint: str | None = None
 
     def evaluate(self, epsilon: float, mechanism: Mechanism) -> Bound:
-        """δ(ε) for ``mechanism``; 0 for an upper bound at ε ≥ ε₀.
+        """δ(ε) for ``mechanism``; 0 for an upper or lower bound at ε ≥ ε₀.
 
         An ε₀-LDP randomizer is (ε₀, 0)-DP before shuffling, so after it too:
-        every upper bound on such a mechanism may report δ = 0 there.
+        at ε ≥ ε₀ the true δ is 0 for every dataset, which every upper bound may
+        report and which every lower bound must not exceed. A method that
+        raises :class:`InvalidParameterError` for these parameters (its own
+        range) gives NaN with the reason instead.
         """
         e0 = mechanism.epsilon0
-        if self.bound is BoundKind.UPPER and e0 is not None and epsilon >= e0:
-            return Bound(0.0, True, "epsilon >= epsilon0: the local guarantee alone")
-        return self.delta_fn(epsilon, mechanism)
+        if e0 is not None and epsilon >= e0:
+            if self.bound is BoundKind.UPPER:
+                return Bound(0.0, True, "epsilon >= epsilon0: the local guarantee alone")
+            if self.bound in (BoundKind.LOWER, BoundKind.EXACT):
+                return Bound(0.0, True, "epsilon >= epsilon0: delta = 0 for every dataset")
+        try:
+            return self.delta_fn(epsilon, mechanism)
+        except InvalidParameterError as exc:
+            return Bound(math.nan, False, f"outside this method's range: {exc}")
 
 
 def _ok(value: float) -> Bound:
@@ -191,7 +215,9 @@ def _poisson_item_delta(eps: float, m: Mechanism, fn: Callable[..., float]) -> f
         m.blanket_messages,
         blanket_probability=m.blanket_probability,
     )
-    return min(1.0, m.items * math.exp(eps) * item) if m.items > 1 else item
+    if m.items == 1:
+        return item
+    return group_composition(eps / m.items, item, m.items)[1]
 
 
 def _poisson_exact(eps: float, m: Mechanism) -> Bound:
@@ -201,22 +227,64 @@ def _poisson_exact(eps: float, m: Mechanism) -> Bound:
         return Bound(math.nan, False, f"not computed: {exc}")
 
 
+def _poisson_lemma3(eps: float, m: Mechanism) -> Bound:
+    assert m.report_probability is not None and m.domain_size is not None
+    if m.domain_size * m.report_probability < 1.0:
+        return Bound(
+            math.nan,
+            False,
+            f"Lemma 3's q = d*lambda must be >= 1, got {m.domain_size * m.report_probability:g} "
+            f"(d={m.domain_size}, lambda={m.report_probability:g})",
+        )
+    return Bound(_poisson_item_delta(eps, m, poisson_delta_lemma3), False)
+
+
 def _biswas(eps: float, m: Mechanism) -> Bound:
     if m.n_x0 is None:
         return Bound(math.nan, False, "needs n_x0, the number of other users holding x0")
     assert m.k is not None
-    return Bound(biswas2023_delta(eps, _eps0(m), m.k, m.n, m.n_x0), True)
+    if _eps0(m) > LOG_RANGE:
+        return Bound(math.nan, False, f"computed for epsilon0 <= {LOG_RANGE:g}")
+    return Bound(biswas2023_delta(eps, _eps0(m), m.k, m.n, m.n_x0), False)
+
+
+_NO_THIRD_VALUE = "needs k >= 3: with k = 2 no other user can hold a third value (see krr-splits)"
 
 
 def _krr_homogeneous(eps: float, m: Mechanism) -> Bound:
     assert m.k is not None
     if m.k < 3:
-        return Bound(math.nan, False, "needs k >= 3 (a third value)")
+        return Bound(math.nan, False, _NO_THIRD_VALUE)
     if m.n > _HOMOGENEOUS_MAX_N:
         return Bound(
             math.nan, False, f"computed for n <= {_HOMOGENEOUS_MAX_N} (a two-dimensional sum)"
         )
     return _ok(krr_delta_homogeneous(eps, _eps0(m), m.k, m.n, rounding="down"))
+
+
+def _krr_two_count(eps: float, m: Mechanism) -> Bound:
+    assert m.k is not None
+    if m.k < 3:
+        return Bound(math.nan, False, _NO_THIRD_VALUE)
+    return _ok(krr_delta_two_count_marginal(eps, _eps0(m), m.k, m.n))
+
+
+def _flip_lower(eps: float, m: Mechanism) -> Bound:
+    # Without domain_size only datasets on two values are known to exist: use d = 2.
+    value = flip_delta_lower_bound(eps, m.q or 0.0, m.fake_users or 0, m.n, m.domain_size or 2)
+    if m.domain_size is None:
+        return Bound(value, True, "splits between two values (pass domain_size for d >= 3)")
+    return _ok(value)
+
+
+def _krr_splits(eps: float, m: Mechanism) -> Bound:
+    assert m.k is not None
+    if m.k != 2:
+        return Bound(math.nan, False, "k = 2 only (for k >= 3 see krr-homogeneous)")
+    value = krr_binary_split_delta(eps, _eps0(m), m.n)
+    if m.n <= ALL_SPLITS_UP_TO:
+        return Bound(value, True, "all n splits: the exact worst case, rounded down")
+    return Bound(value, True, "evenly spaced splits of the other users (a lower bound)")
 
 
 _GENERIC = ("generic", "krr")
@@ -255,7 +323,7 @@ METHODS: dict[str, Method] = {
             _GENERIC,
             BoundKind.REPRODUCTION,
             "Balle, Bell, Gascon & Nissim, CRYPTO 2019, as their reference code integrates Bennett",
-            lambda e, m: Bound(bbgn2019_bennett_published_delta(e, _eps0(m), m.n).value, True),
+            lambda e, m: Bound(bbgn2019_bennett_published_delta(e, _eps0(m), m.n).value, False),
             "below the exact delta of binary RR at large n; not a guarantee",
         ),
         Method(
@@ -297,7 +365,7 @@ METHODS: dict[str, Method] = {
             BoundKind.LOWER,
             "this package: exact delta of the dataset with all other users on one third value",
             _krr_homogeneous,
-            "attained by a concrete dataset (the worst case in every enumerated instance)",
+            "attained by a concrete dataset (often, not always, the worst one)",
             hint="krr-two-count",
         ),
         Method(
@@ -306,8 +374,17 @@ METHODS: dict[str, Method] = {
             BoundKind.LOWER,
             "counts of x0 and x1 on that dataset; equals Wang et al. (VLDB 2024) with k-RR"
             " parameters",
-            lambda e, m: _ok(krr_delta_two_count_marginal(e, _eps0(m), m.k or 2, m.n)),
-            "published as an upper bound, but it is a marginal: a lower bound",
+            _krr_two_count,
+            "published as an upper bound, but it is a marginal of the histogram",
+        ),
+        Method(
+            "krr-splits",
+            ("krr",),
+            BoundKind.LOWER,
+            "this package: exact delta of binary randomized response (k = 2), largest over the"
+            " splits of the other users between x0 and x1",
+            _krr_splits,
+            "attained by a concrete dataset; the exact worst case when all splits are computed",
         ),
         Method(
             "biswas2023",
@@ -330,10 +407,8 @@ METHODS: dict[str, Method] = {
             ("flip",),
             BoundKind.LOWER,
             "this package: exact delta of a concrete FLIP dataset pair",
-            lambda e, m: _ok(
-                flip_delta_lower_bound(e, m.q or 0.0, m.fake_users or 0, m.n, m.domain_size or 3)
-            ),
-            "other users on a third value",
+            _flip_lower,
+            "other users on a third value (d >= 3) or split between the two values (d = 2)",
         ),
         Method(
             "poisson-exact",
@@ -348,7 +423,7 @@ METHODS: dict[str, Method] = {
             ("poisson",),
             BoundKind.REPRODUCTION,
             "Wang et al., segmented shuffle paper (Lemma 3 with Thm 2), as printed",
-            lambda e, m: _ok(_poisson_item_delta(e, m, poisson_delta_lemma3)),
+            _poisson_lemma3,
             "falls below the exact value of the same view; not a guarantee",
         ),
     )

@@ -69,6 +69,7 @@ def poisson_delta(
         o_sym=gamma / d,
         o_z=gamma * (d - 2) / d,
         victim=(lam, 0.0, 0.0, 1.0 - lam),
+        o_r=1.0 - gamma,
     )
     return iid_blanket_delta(setting, epsilon, rounding=rounding)
 

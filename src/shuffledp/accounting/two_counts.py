@@ -65,26 +65,71 @@ _UNIT_ROUNDOFF = 2.0**-53
 class TwoCountPair:
     """The pair (P, Q) of the module docstring.
 
+    Each probability must be within 3 rounding units (relative) of the value
+    it stands for; compute small ones directly (e.g. 1/(e^{ε₀} + 1), not
+    1 − e^{ε₀}/(e^{ε₀} + 1)). :attr:`weight_error` is what the certificate
+    charges for that.
+
     Attributes:
         blanket: m, the number of potential blanket messages (other users).
         rate: r, the probability that each lands on one of the two outputs.
         w1: P[(Δ₁, Δ₂) = (1, 0)] under P.
         w2: P[(Δ₁, Δ₂) = (0, 1)] under P (≤ w1).
+        w0: P[(Δ₁, Δ₂) = (0, 0)]; ``None`` takes 1 − w1 − w2, whose relative
+            error grows as it gets small (charged in :attr:`weight_error`).
+        rate_complement: 1 − r computed directly, for r near 1 (optional).
     """
 
     blanket: int
     rate: float
     w1: float
     w2: float
+    w0: float | None = None
+    rate_complement: float | None = None
 
     def __post_init__(self) -> None:
         check_int(self.blanket, "blanket", minimum=0)
         if not (0.0 <= self.rate <= 1.0):
             raise InvalidParameterError(f"blanket rate must be in [0, 1], got {self.rate!r}")
+        if self.rate_complement is not None and not (
+            0.0 <= self.rate_complement <= 1.0
+            and abs(self.rate + self.rate_complement - 1.0) <= 1e-12
+        ):
+            raise InvalidParameterError(
+                f"rate_complement must be 1 - rate, got {self.rate_complement!r} for rate "
+                f"{self.rate!r}"
+            )
         if not (0.0 <= self.w2 <= self.w1 and self.w1 + self.w2 <= 1.0 + 1e-12):
             raise InvalidParameterError(
                 f"need 0 <= w2 <= w1 and w1 + w2 <= 1, got w1={self.w1!r}, w2={self.w2!r}"
             )
+        if self.w0 is not None and not (
+            0.0 <= self.w0 and abs(self.w0 + self.w1 + self.w2 - 1.0) <= 1e-12
+        ):
+            raise InvalidParameterError(
+                f"w0 must be 1 - w1 - w2 (in [0, 1]), got w0={self.w0!r} for "
+                f"w1={self.w1!r}, w2={self.w2!r}"
+            )
+
+    @property
+    def idle(self) -> float:
+        """w₀, the probability that the victim lands on neither output."""
+        if self.w0 is not None:
+            return self.w0
+        return max(0.0, 1.0 - self.w1 - self.w2)
+
+    @property
+    def weight_error(self) -> float:
+        """Bound on the relative error of w₀, w₁, w₂ as the probabilities they stand for.
+
+        3u each by the class contract; when w₀ is derived as 1 − w₁ − w₂ it is
+        off by at most 3u(w₁ + w₂) + 2u in absolute terms, so 5u/w₀ relative.
+        (A derived w₀ that rounds to 0 is taken as 0.)
+        """
+        w0 = self.idle
+        if self.w0 is not None or w0 == 0.0:
+            return 3.0 * _UNIT_ROUNDOFF
+        return 3.0 * _UNIT_ROUNDOFF + 5.0 * _UNIT_ROUNDOFF / w0
 
 
 def _symmetric_tail(
@@ -101,11 +146,46 @@ def _symmetric_tail(
     return out
 
 
+#: Above this ε only the top point x = s of a line can have P > e^ε Q (for s < 1e12).
+_TOP_ONLY = 30.0
+#: Margin (in ε) of the widened region whose mass the allowance charges, beyond 3ρ:
+#: covers the log-domain test (|ln α| + |ln γ| ≤ 1500 units) and the threshold formula.
+_LOG_MARGIN = 1e-12
+
+
+def _top_counts(
+    a: NDArray[np.float64], g: NDArray[np.float64], s: NDArray[np.float64], epsilon: float
+) -> NDArray[np.float64]:
+    """Number of top points of each (live) line with P > e^ε Q.
+
+    A point x has P > e^ε Q iff s − x < v = s(α − e^ε γ)/((1 + e^ε)(α − γ)),
+    computed as s(α e^{−ε} − γ)/((1 + e^{−ε})(α − γ)) so nothing overflows.
+    Above ε = 30 only x = s can qualify, since P/Q ≤ x/(s − x) + γ/α < e^ε
+    elsewhere.
+    """
+    if epsilon > _TOP_ONLY:
+        return np.ones_like(s)
+    shrink = math.exp(-epsilon)
+    v = s * (a * shrink - g) / ((1.0 + shrink) * (a - g))
+    return np.clip(np.ceil(v), 1.0, s)
+
+
+def _exp_times(epsilon: float, x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """e^ε·x elementwise without overflow in e^ε (0 where x = 0)."""
+    if epsilon <= 700.0:
+        return math.exp(epsilon) * x
+    with np.errstate(divide="ignore", over="ignore"):
+        out: NDArray[np.float64] = np.where(x > 0, np.exp(epsilon + np.log(x)), 0.0)
+    return out
+
+
 def line_divergence(
     alpha: NDArray[np.float64],
     gamma: NDArray[np.float64],
     lines: NDArray[np.float64],
     epsilon: float,
+    *,
+    relative_error: float = 0.0,
 ) -> tuple[float, float]:
     """Sum H_ε over lines x + y = s where P = α·b_{s−1}(x−1) + γ·b_{s−1}(x), Q swaps α and γ.
 
@@ -117,46 +197,103 @@ def line_divergence(
         alpha: α per line (any shape, broadcast with ``gamma`` and ``lines``).
         gamma: γ per line (γ ≤ α).
         lines: s per line.
-        epsilon: ε ≥ 0.
+        epsilon: ε ≥ 0 (any size).
+        relative_error: ρ, a bound on the relative error of every α and γ.
 
     Returns:
-        (the divergence, P's mass where P > e^ε Q), the second for rounding allowances.
+        (the divergence, P's mass on the widened region where the computed
+        P > e^{ε − κ} Q, κ = 3ρ + 1e-12): the second is what
+        :func:`certify` charges (see there for why the widening is needed).
     """
-    e_eps = math.exp(epsilon)
-    s = np.broadcast_to(lines, np.shape(alpha))
-    live = (s >= 1) & (alpha > e_eps * gamma)
-    if not np.any(live):
-        return 0.0, 0.0
-    a, g, sl = alpha[live], gamma[live], s[live].astype(np.float64)
-    ratio = (e_eps * a - g) / (a - e_eps * g)
-    x_min = np.floor(sl * ratio / (1.0 + ratio)) + 1.0
-    tail_1 = _symmetric_tail(sl - 1.0, x_min - 1.0)  # Σ_{x ≥ x_min} b_{s−1}(x − 1)
-    tail_2 = _symmetric_tail(sl - 1.0, x_min)  # Σ_{x ≥ x_min} b_{s−1}(x)
-    contrib = (a - e_eps * g) * tail_1 + (g - e_eps * a) * tail_2
-    return float(np.sum(np.clip(contrib, 0.0, None))), float(np.sum(a * tail_1 + g * tail_2))
+    s = np.broadcast_to(lines, np.shape(alpha)).astype(np.float64)
+    alpha = np.asarray(alpha, dtype=np.float64)
+    gamma = np.asarray(gamma, dtype=np.float64)
+    wide_eps = max(0.0, epsilon - 3.0 * relative_error - _LOG_MARGIN)
+    # A line is live (its top point has P > e^ε Q) iff α > e^ε γ: tested on logarithms.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        candidates = (s >= 1) & (alpha > gamma)
+        a, g, sl = alpha[candidates], gamma[candidates], s[candidates]
+        log_ratio = np.where(g > 0, np.log(a) - np.log(g), np.inf)
+    wide = log_ratio > wide_eps
+    # At ε within the margin of 0 a line whose computed α does not exceed γ may
+    # still be (barely) live; its true contribution is at most the true α − γ
+    # ≤ 2.1ρ(α + γ). certify charges at least 8τ per unit of mass, so the line
+    # enters the mass as (α + γ)·min(1, ρ/(3τ)).
+    tied = 0.0
+    if wide_eps == 0.0:
+        near = (s >= 1) & (alpha <= gamma) & (alpha >= gamma * (1.0 - 4.0 * relative_error - 1e-12))
+        share = min(1.0, relative_error / (3.0 * _TAIL_RELATIVE_ERROR))
+        tied = share * float(np.sum(alpha[near] + gamma[near]))
+    if not np.any(wide):
+        return 0.0, tied
+    a, g, sl, log_ratio = a[wide], g[wide], sl[wide], log_ratio[wide]
+    count_w = _top_counts(a, g, sl, wide_eps)
+    # Top `count` points x = s − count + 1, …, s:  Σ b_{s−1}(x − 1) = P[Bin(s−1, ½) ≥ s − count].
+    tail_1w = _symmetric_tail(sl - 1.0, sl - count_w)
+    tail_2w = _symmetric_tail(sl - 1.0, sl - count_w + 1.0)
+    mass = float(np.sum(a * tail_1w + g * tail_2w)) + tied
+    on = log_ratio > epsilon
+    if not np.any(on):
+        return 0.0, mass
+    a, g, sl, count_w, tail_1, tail_2 = a[on], g[on], sl[on], count_w[on], tail_1w[on], tail_2w[on]
+    count = _top_counts(a, g, sl, epsilon)
+    other = count != count_w
+    if np.any(other):
+        tail_1 = tail_1.copy()
+        tail_2 = tail_2.copy()
+        tail_1[other] = _symmetric_tail(sl[other] - 1.0, sl[other] - count[other])
+        tail_2[other] = _symmetric_tail(sl[other] - 1.0, sl[other] - count[other] + 1.0)
+    contrib = (a * tail_1 - _exp_times(epsilon, g * tail_1)) + (
+        g * tail_2 - _exp_times(epsilon, a * tail_2)
+    )
+    return float(np.sum(np.clip(contrib, 0.0, None))), mass
 
 
 def certify(
     total: float,
-    positive_mass: float,
+    mass: float,
     *,
     dropped: float,
     pmf_relative_error: float,
     epsilon: float,
     rounding: Rounding,
+    weight_relative_error: float = 3.0 * _UNIT_ROUNDOFF,
 ) -> float:
     """Round a computed divergence to the safe side.
 
-    Every probability entering the lines is within ``pmf_relative_error`` (plus
-    the tails' :data:`_TAIL_RELATIVE_ERROR`) of the truth; each line's terms move
-    by at most that fraction of P's mass where P > e^ε Q, and points outside the
-    windows carry at most ``dropped`` of P's (and Q's) mass.
+    Why the allowance suffices. Let ρ bound the relative error of every
+    computed line weight α̂, γ̂ against the true one: the blanket pmf's error
+    (``pmf_relative_error``), the victim's weights' own rounding as
+    representations of w₀, w₁, w₂ (``weight_relative_error``) and a few units
+    for the products; let τ be the tails' (:data:`_TAIL_RELATIVE_ERROR`) and
+    let e^ε be computed within 2u. Write f = P − e^ε Q.
+
+    1. The threshold of each line is computed from α̂, γ̂ by
+       :func:`_top_counts`. Its rounding (including the cancellation in
+       α − e^ε γ, which the threshold's sensitivity damps by the same factor)
+       amounts to a relative change of e^ε by at most 20u, so the computed
+       region Ŝ is the exact positive region of the model laws P̂, Q̂ (built
+       from α̂, γ̂) at some ε̃ with |e^ε̃/e^ε − 1| ≤ 20u, and Ŝ maximizes
+       P̂ − e^ε̃ Q̂ over all sets.
+    2. P and P̂ (Q and Q̂) differ pointwise by a factor within 1 ± ρ, so on any
+       set A, |f(A) − f̂(A)| ≤ ρ(P + e^ε Q)(A).
+    3. Upper bound. δ = f(S*) on the true region S*, where e^ε Q < P, and
+       S* ⊆ Ŵ, the model region at ε − κ with κ = 3ρ + 1e-12 (whose mass
+       :func:`line_divergence` returns as ``mass``). So δ ≤ f̂(S*) + 2.1ρ·P̂(Ŵ),
+       f̂(S*) ≤ (P̂ − e^ε̃ Q̂)(Ŝ) + 20u·e^ε Q̂(S*) ≤ f̂(Ŝ) + 41u·P̂(Ŵ), and the
+       tails move f̂(Ŝ) by at most τ(P̂ + e^ε Q̂)(Ŝ) ≤ 2.1τ·P̂(Ŵ). Blanket mass
+       outside the window adds at most ``dropped``.
+    4. Lower bound. δ ≥ f(Ŝ) ≥ f̂(Ŝ) − (ρ + τ)(P̂ + e^ε Q̂)(Ŝ)(1 + ρ), with
+       e^ε Q̂ ≤ (1 + 20u)P̂ on Ŝ; Q's mass outside the window costs e^ε·dropped.
+
+    Both errors are below 2.1(ρ + τ + 20u)·P̂(Ŵ); the allowance is four times that.
     """
-    rel = pmf_relative_error + _TAIL_RELATIVE_ERROR + 8.0 * _UNIT_ROUNDOFF
-    allowance = 8.0 * rel * positive_mass + 1e-15 * positive_mass
+    rel = pmf_relative_error + weight_relative_error + _TAIL_RELATIVE_ERROR + 20.0 * _UNIT_ROUNDOFF
+    allowance = 8.0 * rel * mass + 1e-15 * mass
     if rounding == "up":
         return min(1.0, total + dropped + allowance)
-    return max(0.0, total - math.exp(epsilon) * dropped - allowance)
+    charged = _exp_times(epsilon, np.array([dropped]))[0] if dropped > 0 else 0.0
+    return max(0.0, total - float(charged) - allowance)
 
 
 def two_count_delta(
@@ -173,25 +310,28 @@ def two_count_delta(
         epsilon: ε ≥ 0.
         rounding: ``"up"`` adds the blanket mass outside the summation window
             and a floating-point allowance (an upper bound); ``"down"`` subtracts
-            what they could have added (a lower bound).
+            what they could have added (a lower bound). See :func:`certify`.
         tail: Mass left out on each side of C's window.
     """
     if epsilon < 0:
         raise InvalidParameterError(f"epsilon must be >= 0, got {epsilon!r}")
-    window = binomial_window(pair.blanket, pair.rate, tail)
-    w0 = max(0.0, 1.0 - pair.w1 - pair.w2)
+    window = binomial_window(pair.blanket, pair.rate, tail, pair.rate_complement)
+    w0 = pair.idle
     # Lines s = x + y run over the window of C and one above it.
     s = np.arange(window.lo, window.hi + 2, dtype=np.float64)
     b_s = np.concatenate([window.pmf, [0.0]])
     b_prev = np.concatenate([[0.0], window.pmf])
     alpha = 0.5 * w0 * b_s + pair.w1 * b_prev
     gamma = 0.5 * w0 * b_s + pair.w2 * b_prev
-    total, positive = line_divergence(alpha, gamma, s, epsilon)
+    # α, γ: the pmf's and the weights' errors, plus two products and a sum.
+    rho = window.rel_error + pair.weight_error + 4.0 * _UNIT_ROUNDOFF
+    total, mass = line_divergence(alpha, gamma, s, epsilon, relative_error=rho)
     return certify(
         total,
-        positive,
+        mass,
         dropped=window.dropped,
         pmf_relative_error=window.rel_error + 4.0 * len(s) * _UNIT_ROUNDOFF,
+        weight_relative_error=pair.weight_error,
         epsilon=epsilon,
         rounding=rounding,
     )
@@ -202,7 +342,7 @@ def two_count_delta_direct(pair: TwoCountPair, epsilon: float) -> float:
     from scipy.stats import binom
 
     m = pair.blanket
-    w0 = 1.0 - pair.w1 - pair.w2
+    w0 = pair.idle
     c_pmf = binom.pmf(np.arange(m + 1), m, pair.rate)
     size = m + 2
     p = np.zeros((size, size))
@@ -232,7 +372,7 @@ def sample_two_count_loss(
     x = a + d1
     y = c - a + d2
     s = x + y
-    w0 = 1.0 - pair.w1 - pair.w2
+    w0 = pair.idle
 
     def log_c_pmf(k: NDArray[np.int64]) -> NDArray[np.float64]:
         with np.errstate(divide="ignore"):

@@ -38,6 +38,7 @@ from shuffledp._validation import InvalidParameterError, check_epsilon, check_in
 from shuffledp.accounting.two_counts import TwoCountPair
 
 __all__ = [
+    "EPSILON0_MAX",
     "VariationRatio",
     "fmt2021_numeric_pair",
     "group_composition",
@@ -83,6 +84,12 @@ def vr_pair(
 ) -> TwoCountPair:
     """Return the two-count pair of the variation-ratio reduction (Thm 1, Thm 2).
 
+    Small probabilities are computed directly, never as 1 minus a number near
+    1. When rounding makes w₁ + w₂ exceed 1 (β at its maximum (p − 1)/(p + 1)),
+    the large weight is reduced: w₁ = 1 − w₂, w₀ = 0. Otherwise w₀ = 1 − w₁ − w₂
+    is derived, and the certificate charges its relative error
+    (:attr:`~shuffledp.accounting.two_counts.TwoCountPair.weight_error`).
+
     Args:
         ratio: The randomizer's (p, β, q).
         others: Number of other users (n − 1 in Thm 1; n in Thm 2).
@@ -90,33 +97,79 @@ def vr_pair(
     """
     check_int(others, "others", minimum=0)
     p, beta, q = ratio
+    w0: float | None
     if math.isinf(p):
-        rate, w1, w2 = 2.0 * beta / q, beta, 0.0
+        rate, w1, w2, w0 = 2.0 * beta / q, beta, 0.0, 1.0 - beta
     else:
         rate = 2.0 * beta * p / ((p - 1.0) * q)
-        w1, w2 = beta * p / (p - 1.0), beta / (p - 1.0)
-        if w1 + w2 > 1.0:  # β at its maximum (p − 1)/(p + 1), up to rounding
-            w2 = 1.0 - w1
+        w1, w2, w0 = beta * p / (p - 1.0), beta / (p - 1.0), None
+        if w1 + w2 >= 1.0:  # β at its maximum (p − 1)/(p + 1), up to rounding
+            w1, w0 = 1.0 - w2, 0.0
     rate *= blanket_probability
     if rate > 1.0 + 1e-12:
         raise InvalidParameterError(f"the (p, beta, q) given imply a blanket rate {rate:.4g} > 1")
-    return TwoCountPair(blanket=others, rate=min(rate, 1.0), w1=w1, w2=w2)
+    return TwoCountPair(blanket=others, rate=min(rate, 1.0), w1=w1, w2=w2, w0=w0)
+
+
+#: Largest ε₀ the generic pairs are built for: beyond it e^{−ε₀} < 1e-300 loses precision.
+EPSILON0_MAX = 690.0
+
+
+def _check_epsilon0(epsilon0: float) -> float:
+    epsilon0 = check_epsilon(epsilon0, "epsilon0")
+    if epsilon0 > EPSILON0_MAX:
+        raise InvalidParameterError(
+            f"epsilon0={epsilon0:g} is outside this accountant's range (epsilon0 <= "
+            f"{EPSILON0_MAX:g}: beyond it e^-epsilon0 underflows); for epsilon >= epsilon0 "
+            "the local guarantee alone gives delta = 0"
+        )
+    return epsilon0
 
 
 def vr_generic_pair(epsilon0: float, n: int) -> TwoCountPair:
-    """Variation-ratio pair for any ε₀-LDP randomizer: p = q = e^{ε₀}, β = tanh(ε₀/2)."""
-    epsilon0 = check_epsilon(epsilon0, "epsilon0")
+    """Variation-ratio pair for any ε₀-LDP randomizer: p = q = e^{ε₀}, β = tanh(ε₀/2).
+
+    With β at its maximum the pair is C ~ Bin(n − 1, 2/(e^{ε₀} + 1)),
+    w₁ = e^{ε₀}/(e^{ε₀} + 1), w₂ = 1/(e^{ε₀} + 1), w₀ = 0; every probability is
+    computed from e^{−ε₀} directly (no 1 − x of an x near 1, no overflow).
+
+    Raises:
+        InvalidParameterError: For ε₀ > :data:`EPSILON0_MAX`.
+    """
+    epsilon0 = _check_epsilon0(epsilon0)
     n = check_int(n, "n", minimum=1)
-    p = math.exp(epsilon0)
-    return vr_pair(VariationRatio(p, math.tanh(epsilon0 / 2.0), p), n - 1)
+    e = math.exp(-epsilon0)
+    return TwoCountPair(
+        blanket=n - 1,
+        rate=2.0 * e / (1.0 + e),
+        w1=1.0 / (1.0 + e),
+        w2=e / (1.0 + e),
+        w0=0.0,
+        rate_complement=math.tanh(epsilon0 / 2.0),
+    )
 
 
 def fmt2021_numeric_pair(epsilon0: float, n: int) -> TwoCountPair:
-    """FMT's clone pair: C ~ Bin(n − 1, e^{−ε₀}), victim's clone choice Ber(e^{ε₀}/(e^{ε₀}+1))."""
-    epsilon0 = check_epsilon(epsilon0, "epsilon0")
+    """FMT's clone pair: C ~ Bin(n − 1, e^{−ε₀}), victim's clone choice Ber(e^{ε₀}/(e^{ε₀}+1)).
+
+    w₂ = 1/(e^{ε₀} + 1) is computed directly (as e^{−ε₀}/(1 + e^{−ε₀})), not as
+    1 − w₁: near ε₀ = 20 the subtraction lost 5e-8 of w₂, which the line sums
+    amplify by 1/(1 − e^{ε − ε₀}) and which put the bound below the truth.
+
+    Raises:
+        InvalidParameterError: For ε₀ > :data:`EPSILON0_MAX`.
+    """
+    epsilon0 = _check_epsilon0(epsilon0)
     n = check_int(n, "n", minimum=1)
-    w1 = 1.0 / (1.0 + math.exp(-epsilon0))
-    return TwoCountPair(blanket=n - 1, rate=math.exp(-epsilon0), w1=w1, w2=1.0 - w1)
+    e = math.exp(-epsilon0)
+    return TwoCountPair(
+        blanket=n - 1,
+        rate=e,
+        w1=1.0 / (1.0 + e),
+        w2=e / (1.0 + e),
+        w0=0.0,
+        rate_complement=-math.expm1(-epsilon0),
+    )
 
 
 def poisson_pair(
@@ -168,4 +221,9 @@ def variation_ratio_from_channel(channel: ArrayLike) -> VariationRatio:
 def group_composition(epsilon: float, delta: float, items: int) -> tuple[float, float]:
     """Return (s·ε, s·e^{s·ε}·δ): Thm 3 of the segmented paper for s items per user."""
     s = check_int(items, "items", minimum=1)
+    if delta <= 0.0:
+        return s * epsilon, 0.0
+    if s * epsilon > 700.0:  # e^{s·ε} would overflow; then s·e^{s·ε}·δ ≥ 1 unless δ < 1e-300
+        log_delta = math.log(s) + s * epsilon + math.log(delta)
+        return s * epsilon, 1.0 if log_delta >= -1.0 else math.exp(log_delta + 1e-12)
     return s * epsilon, min(1.0, s * math.exp(s * epsilon) * delta)
