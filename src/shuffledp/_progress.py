@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
-__all__ = ["progress"]
+__all__ = ["progress", "progress_bar"]
 
 T = TypeVar("T")
 
@@ -22,3 +22,28 @@ def progress(iterable: Iterable[T], *, total: int | None = None, desc: str = "")
     """
     # disable=None lets tqdm switch itself off when stderr is not a TTY.
     yield from tqdm(iterable, total=total, desc=desc, disable=None, leave=False)
+
+
+def progress_bar(
+    *, total: int | None, desc: str = "", unit: str = "it", enabled: bool = True
+) -> Any:
+    """Return a manual progress bar (advance it with ``.update(k)``; close it or use ``with``).
+
+    Shown only when ``enabled`` and stderr is a terminal.
+
+    Args:
+        total: The amount at completion (``None`` if unknown).
+        desc: Label shown before the bar.
+        unit: ``"B"`` for bytes (shown with binary prefixes), else a count unit such as ``"rows"``.
+        enabled: ``False`` never shows the bar.
+    """
+    in_bytes = unit == "B"
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        unit_scale=in_bytes,
+        unit_divisor=1024 if in_bytes else 1000,
+        disable=None if enabled else True,
+        leave=False,
+    )

@@ -1,17 +1,59 @@
-"""Map categorical values to bin indices over a declared or inferred domain."""
+"""Map categorical values to bin indices over a declared (public) domain.
+
+:func:`encode_values` is the in-memory entry point; :class:`BinEncoder` does the
+work one batch at a time so that files of any length are encoded as they are
+read (:mod:`shuffledp.data.ingest`). Labels are matched exactly: no trimming,
+no case folding.
+
+Every batch is first reduced to its distinct values (pyarrow's
+``dictionary_encode`` or :func:`numpy.unique`); only those distinct values are
+looked up, and the row codes follow by fancy indexing, so no Python code runs
+per row.
+"""
 
 from __future__ import annotations
 
+import importlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from shuffledp._validation import DataError, InvalidParameterError
+from shuffledp.data.domains import check_domain, parse_domain
 
-__all__ = ["EncodedColumn", "encode_values", "parse_domain", "sorted_domain"]
+__all__ = [
+    "DEFAULT_NA_VALUES",
+    "INFERRED",
+    "MAX_INFERRED_LABELS",
+    "BinEncoder",
+    "EncodedColumn",
+    "encode_values",
+    "parse_domain",
+    "sorted_domain",
+]
+
+#: Cell texts read as "missing" by default: the empty cell, ``NA`` and ``N/A``.
+DEFAULT_NA_VALUES: tuple[str, ...] = ("", "NA", "N/A")
+
+#: ``domain_source`` of a domain taken from the data (not covered by the guarantee).
+INFERRED = "inferred-from-data"
+
+#: Largest domain :class:`BinEncoder` infers from data before suspecting the wrong column.
+MAX_INFERRED_LABELS = 1_000_000
+
+#: Row code of a missing value (null or one of the NA texts).
+MISSING = -1
+#: Row code of a value outside the declared domain (when no ``other`` bin is given).
+OUTSIDE = -2
+
+#: A batch of text values: a pyarrow string / large_string / dictionary array, or
+#: a 1-D numpy array of ``str`` (object or unicode dtype; ``None``/NaN mean missing).
+TextBatch = Any
 
 
 @dataclass(frozen=True)
@@ -21,10 +63,17 @@ class EncodedColumn:
     Attributes:
         indices: Bin index of each row.
         domain: Label of each bin, in bin order.
+        domain_source: ``"declared"`` or ``"inferred-from-data"`` (then the
+            domain is not covered by the privacy guarantee).
+        mapped_to_other: Number of values outside the domain counted in the ``other`` bin.
+        notes: Human-readable statements of everything the encoding adjusted.
     """
 
     indices: NDArray[np.int64]
     domain: list[str]
+    domain_source: str = "declared"
+    mapped_to_other: int = 0
+    notes: tuple[str, ...] = ()
 
     @property
     def histogram(self) -> NDArray[np.int64]:
@@ -40,7 +89,7 @@ def _as_number(label: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def sorted_domain(labels: Sequence[str]) -> list[str]:
+def sorted_domain(labels: Iterable[str]) -> list[str]:
     """Return the distinct labels, sorted numerically if all are numbers, else as text.
 
     Numeric sorting keeps "2" before "10"; labels that denote the same number in
@@ -53,51 +102,463 @@ def sorted_domain(labels: Sequence[str]) -> list[str]:
     return distinct
 
 
-def parse_domain(text: str) -> list[str]:
-    """Parse a comma-separated domain (``"A,B,C"``) into its labels.
+def _pyarrow() -> ModuleType | None:
+    """Return pyarrow if it is installed (tests replace this to force the numpy path)."""
+    try:
+        return importlib.import_module("pyarrow")
+    except ImportError:
+        return None
+
+
+def _is_null(value: object) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def _text_error(what: object) -> InvalidParameterError:
+    return InvalidParameterError(
+        f"values must be text labels (str), got {what}; convert them to text first "
+        "(e.g. .astype(str)), or give bin indices to the protocol directly"
+    )
+
+
+def _factorize_numpy(batch: NDArray[Any]) -> tuple[list[str], NDArray[np.int64]]:
+    if batch.dtype.kind == "U":
+        distinct, local = np.unique(batch, return_inverse=True)
+        return distinct.tolist(), local.reshape(-1).astype(np.int64)
+    if batch.dtype.kind != "O":
+        raise _text_error(f"an array of {batch.dtype}")
+    # Python objects already exist one per row here; a dict finds the distinct ones
+    # in C without sorting (which mixed None / str could not do anyway).
+    items = batch.tolist()
+    index = {value: i for i, value in enumerate(dict.fromkeys(items))}
+    local = np.fromiter(map(index.__getitem__, items), dtype=np.int64, count=len(items))
+    labels: list[str] = []
+    remap = np.empty(len(index), dtype=np.int64)
+    for i, value in enumerate(index):
+        if _is_null(value):
+            remap[i] = -1
+        elif isinstance(value, str):
+            remap[i] = len(labels)
+            labels.append(value)
+        else:
+            raise _text_error(f"{value!r} ({type(value).__name__})")
+    return labels, remap[local] if len(local) else local
+
+
+def _factorize_arrow(pa: ModuleType, batch: Any) -> tuple[list[str], NDArray[np.int64]]:
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(batch.type):
+        encoded = batch
+    elif pa.types.is_string(batch.type) or pa.types.is_large_string(batch.type):
+        encoded = pc.dictionary_encode(batch)
+    else:
+        raise _text_error(f"an Arrow array of {batch.type}")
+    dictionary = encoded.dictionary
+    if not (pa.types.is_string(dictionary.type) or pa.types.is_large_string(dictionary.type)):
+        raise _text_error(f"an Arrow dictionary of {dictionary.type}")
+    local = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    labels: list[str] = dictionary.to_pylist()
+    if dictionary.null_count:  # a null inside a dictionary is a missing value too
+        nulls = [i for i, v in enumerate(labels) if v is None]
+        local[np.isin(local, nulls)] = -1
+    return labels, local
+
+
+def factorize(batch: TextBatch) -> tuple[list[str], NDArray[np.int64]]:
+    """Return the batch's distinct labels and each row's position among them (-1: missing).
+
+    A label may appear more than once in the list (Arrow dictionaries need not
+    be unique); callers map each entry independently.
 
     Raises:
-        InvalidParameterError: If a label is empty or repeated, or fewer than two are given.
+        InvalidParameterError: If the batch holds anything but text and missing values.
     """
-    labels = [part.strip() for part in text.split(",")]
-    if any(label == "" for label in labels):
-        raise InvalidParameterError(f"domain has an empty label: {text!r}")
-    duplicates = sorted({label for label in labels if labels.count(label) > 1})
-    if duplicates:
-        raise InvalidParameterError(f"domain repeats the label(s) {', '.join(duplicates)}")
-    if len(labels) < 2:
-        raise InvalidParameterError(f"domain needs at least two values, got {len(labels)}")
-    return labels
+    if isinstance(batch, np.ndarray):
+        return _factorize_numpy(batch)
+    pa = _pyarrow()
+    if pa is None:  # pragma: no cover - pyarrow batches only exist when pyarrow does
+        raise TypeError(f"unsupported batch type {type(batch).__name__}")
+    return _factorize_arrow(pa, batch)
 
 
-def encode_values(values: Sequence[str], domain: Sequence[str] | None = None) -> EncodedColumn:
-    """Encode ``values`` as indices into ``domain`` (or into their sorted distinct values).
+def describe_missing(values: Collection[str]) -> str:
+    """Describe what counts as missing, given the NA texts, for messages."""
+    if not values:
+        return "None, NaN or null"
+    return f"one of {', '.join(repr(v) for v in sorted(values))}, or null"
+
+
+class BinEncoder:
+    """Encode batches of labels as bin indices, counting every adjustment.
+
+    Row codes are bin indices (``>= 0``), :data:`MISSING` or :data:`OUTSIDE`.
+    After the last batch, :meth:`outside_error` and :meth:`missing_error` say
+    what went wrong, and :meth:`finish` turns the codes of the kept rows into
+    bin indices and the final domain (sorted, when it was inferred).
 
     Args:
-        values: One label per user.
-        domain: Allowed labels in bin order; inferred with :func:`sorted_domain` if ``None``.
+        domain: Declared labels in bin order, or ``None`` with ``infer_domain``.
+        infer_domain: Take the domain from the distinct values seen (sorted
+            with :func:`sorted_domain`); the result is not public input.
+        other: Bin for values outside a declared domain; appended to the
+            domain if it is not one of its labels.
+        na_values: Texts that mean "missing" (nulls always do). One that is a
+            label of the declared domain counts as that label.
+        where: What the values are, for messages (e.g. ``"column 'city' of data.csv"``;
+            default ``"the input"``).
+        row_label: Describes row ``i`` (0-based) in messages.
 
     Raises:
-        DataError: If ``values`` is empty, a value is not in ``domain``, or the
-            inferred domain has a single value.
+        InvalidParameterError: On an inconsistent combination of options or a bad domain.
     """
-    if len(values) == 0:
+
+    def __init__(
+        self,
+        domain: Sequence[str] | None,
+        *,
+        infer_domain: bool = False,
+        other: str | None = None,
+        na_values: Collection[str] = (),
+        where: str = "the input",
+        row_label: Callable[[int], str] = lambda i: f"index {i}",
+    ) -> None:
+        if domain is not None and infer_domain:
+            raise InvalidParameterError(
+                "give either a declared domain or infer_domain=True, not both"
+            )
+        if domain is None and not infer_domain:
+            raise InvalidParameterError(
+                "the domain is required public input (every client must know it): give "
+                "domain=[...] with every possible label in bin order (a comma list, a domain "
+                "file or a built-in name on the command line), or set infer_domain=True to "
+                "take it from the data, which the privacy guarantee then does not cover"
+            )
+        if other is not None:
+            if domain is None:
+                raise InvalidParameterError(
+                    "other=LABEL needs a declared domain (an inferred one has no outside values)"
+                )
+            if not isinstance(other, str) or other == "":
+                raise InvalidParameterError(f"other must be a non-empty label, got {other!r}")
+        na = set(na_values)
+        if not all(isinstance(v, str) for v in na):
+            raise InvalidParameterError(f"na_values must be strings, got {sorted(na, key=str)!r}")
+        self.where = where
+        self.row_label = row_label
+        self.inferred = domain is None
+        self._labels: list[str] = [] if domain is None else check_domain(domain)
+        self._other: int | None = None
+        self.other_appended = False
+        if other is not None:
+            if other not in self._labels:
+                self._labels.append(other)
+                self.other_appended = True
+            self._other = self._labels.index(other)
+        self._index = {label: i for i, label in enumerate(self._labels)}
+        self._na = {v for v in na if v not in self._index}
+        self._na_as_label = {v: 0 for v in sorted(na) if v in self._index}
+        self.rows = 0
+        self.missing = 0
+        self.first_missing: int | None = None
+        self.outside = 0
+        self.outside_example: tuple[str, int] | None = None
+        self.near_miss = 0
+        self.near_miss_example: str | None = None
+        self.inferred_size = 0
+        #: Kept rows whose value was outside the domain, counted in ``other`` (set by finish).
+        self.mapped_to_other = 0
+
+    def _code(self, label: str) -> int:
+        code = self._index.get(label)
+        if code is not None:
+            return code
+        if label in self._na:
+            return MISSING
+        if self.inferred:
+            if len(self._labels) >= MAX_INFERRED_LABELS:
+                raise DataError(
+                    f"{self.where} has more than {MAX_INFERRED_LABELS:,} distinct values; "
+                    "is it the right column? Declare the domain instead of inferring it"
+                )
+            self._index[label] = code = len(self._labels)
+            self._labels.append(label)
+            return code
+        return OUTSIDE
+
+    @property
+    def code_dtype(self) -> type[np.signedinteger[Any]]:
+        """The smallest integer type that holds every row code (int8 for up to 126 labels)."""
+        if self.inferred:
+            return np.int32
+        top = len(self._labels) + 1
+        return np.int8 if top <= 127 else np.int16 if top <= 32_767 else np.int32
+
+    def encode(self, batch: TextBatch) -> NDArray[np.signedinteger[Any]]:
+        """Return the row codes of one batch (of type :attr:`code_dtype`) and update the counts.
+
+        Raises:
+            InvalidParameterError: If the batch is not text.
+            DataError: If an inferred domain grows beyond :data:`MAX_INFERRED_LABELS`.
+        """
+        labels, local = factorize(batch)
+        n = len(local)
+        offset = self.rows
+        self.rows += n
+        if n == 0:
+            return np.empty(0, dtype=self.code_dtype)
+        if not labels:
+            self._count_missing(np.full(n, MISSING, dtype=np.int32), n, offset)
+            return np.full(n, MISSING, dtype=self.code_dtype)
+        codes = np.fromiter((self._code(label) for label in labels), np.int32, len(labels))
+        present = local >= 0
+        counts = np.bincount(local[present], minlength=len(labels))
+        outside = codes == OUTSIDE
+        if self._other is not None:  # a code of its own until finish(), to count kept rows
+            codes[outside] = len(self._labels)
+        rows = np.where(present, codes[local], MISSING).astype(self.code_dtype)
+        missing = (n - int(counts.sum())) + int(counts[codes == MISSING].sum())
+        if missing:
+            self._count_missing(rows, missing, offset)
+        if outside.any():
+            self._count_outside(labels, local, present, outside, counts, offset)
+        for label in self._na_as_label:
+            self._na_as_label[label] += sum(
+                int(c) for lab, c in zip(labels, counts.tolist(), strict=True) if lab == label
+            )
+        return rows
+
+    def _count_missing(self, rows: NDArray[np.integer], missing: int, offset: int) -> None:
+        self.missing += missing
+        if self.first_missing is None:
+            self.first_missing = offset + int(np.flatnonzero(rows == MISSING)[0])
+
+    def _count_outside(
+        self,
+        labels: list[str],
+        local: NDArray[np.int64],
+        present: NDArray[np.bool_],
+        outside: NDArray[np.bool_],
+        counts: NDArray[np.int64],
+        offset: int,
+    ) -> None:
+        self.outside += int(counts[outside].sum())
+        if self.outside_example is None:
+            row = int(np.flatnonzero(present & outside[np.maximum(local, 0)])[0])
+            self.outside_example = (labels[int(local[row])], offset + row)
+        for i in np.flatnonzero(outside).tolist():
+            label = labels[i]
+            trimmed = label.strip()
+            if trimmed != label and trimmed in self._index:
+                self.near_miss += int(counts[i])
+                if self.near_miss_example is None:
+                    self.near_miss_example = label
+
+    def finish(self, codes: NDArray[np.integer]) -> tuple[NDArray[np.int64], list[str]]:
+        """Return the final bin indices of the kept rows' ``codes`` and the domain.
+
+        Args:
+            codes: Codes returned by :meth:`encode` for the rows kept (bin codes
+                only: no missing or outside rows).
+
+        Returns:
+            The bin indices and the labels in bin order. An inferred domain
+            holds the distinct values of the kept rows, sorted with
+            :func:`sorted_domain`.
+
+        Raises:
+            DataError: If an inferred domain has fewer than two labels.
+        """
+        out = np.array(codes, dtype=np.int64)
+        if not self.inferred:
+            if self._other is not None:
+                mapped = out == len(self._labels)
+                self.mapped_to_other = int(mapped.sum())
+                out[mapped] = self._other
+            return out, list(self._labels)
+        used = np.flatnonzero(np.bincount(out, minlength=len(self._labels)))
+        labels = [self._labels[i] for i in used.tolist()]
+        if len(labels) < 2:
+            found = f"a single value ({labels[0]!r})" if labels else "no value"
+            raise DataError(
+                f"{self.where} has {found}, so no domain can be inferred; declare the domain"
+            )
+        domain = sorted_domain(labels)
+        rank = {label: i for i, label in enumerate(domain)}
+        order = np.full(len(self._labels), -1, dtype=np.int64)
+        order[used] = [rank[label] for label in labels]
+        self.inferred_size = len(domain)
+        return order[out], domain
+
+    @property
+    def domain_source(self) -> str:
+        """``"inferred-from-data"`` for an inferred domain, else ``"declared"``."""
+        return INFERRED if self.inferred else "declared"
+
+    def _near_miss_hint(self) -> str:
+        if not self.near_miss:
+            return ""
+        return (
+            f"; {self.near_miss:,} of them differ from a domain label only by surrounding "
+            f"spaces (e.g. {self.near_miss_example!r}): labels are matched exactly"
+        )
+
+    def outside_error(self) -> DataError | None:
+        """The error for values outside the declared domain.
+
+        ``None`` if there are none or they were counted in the ``other`` bin.
+        """
+        if not self.outside or self._other is not None or self.outside_example is None:
+            return None
+        value, row = self.outside_example
+        return DataError(
+            f"value {value!r} in {self.where} ({self.row_label(row)}) is not in the domain; "
+            f"{self.outside:,} value(s) are outside it{self._near_miss_hint()}; add the "
+            "missing labels to the domain, or count such values in one bin with other=LABEL"
+        )
+
+    def missing_error(self, remedy: str) -> DataError | None:
+        """The error for missing values (``None`` if there are none).
+
+        Args:
+            remedy: How the caller can drop them, appended to the message.
+        """
+        if not self.missing or self.first_missing is None:
+            return None
+        return DataError(
+            f"{self.missing:,} value(s) in {self.where} are missing "
+            f"({describe_missing(self._na)}), first at {self.row_label(self.first_missing)}{remedy}"
+        )
+
+    def notes(self) -> list[str]:
+        """Operator-facing statements of what the encoding adjusted or assumed."""
+        notes = []
+        if self.inferred:
+            notes.append(
+                f"the domain ({self.inferred_size} labels) was inferred from the data: it is "
+                "not public input, so the privacy guarantee does not cover it"
+            )
+        for label, count in self._na_as_label.items():
+            notes.append(
+                f"{label!r} is a label of the domain, so its {count:,} occurrence(s) in "
+                f"{self.where} counted as that label, not as missing"
+            )
+        if self._other is not None:
+            label = self._labels[self._other]
+            if self.other_appended:
+                notes.append(
+                    f"label {label!r} was appended to the domain as bin {self._other} "
+                    "for values outside it"
+                )
+            if self.outside and self.outside_example is not None:
+                value, row = self.outside_example
+                read = (
+                    ""
+                    if self.outside == self.mapped_to_other
+                    else (f" ({self.outside:,} among all rows read)")
+                )
+                notes.append(
+                    f"{self.mapped_to_other:,} value(s) in {self.where} outside the declared "
+                    f"domain were counted in {label!r}{read} (e.g. {value!r}, "
+                    f"{self.row_label(row)}){self._near_miss_hint()}"
+                )
+        return notes
+
+
+def _as_batches(values: Any) -> Iterator[TextBatch]:
+    """Yield ``values`` as text batches; see :func:`encode_values` for what is accepted."""
+    pa = _pyarrow()
+    module = type(values).__module__.split(".")[0]
+    if module == "pyarrow":
+        if hasattr(values, "chunks"):  # ChunkedArray
+            yield from values.chunks
+        elif hasattr(values, "type"):
+            yield values
+        else:
+            raise _text_error(type(values).__name__)
+        return
+    if module == "pandas":
+        if pa is not None:
+            try:
+                yield pa.array(values, from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise _text_error(f"a pandas object pyarrow cannot read as text ({exc})") from None
+            return
+        yield np.asarray(values, dtype=object)
+        return
+    if isinstance(values, np.ndarray):
+        if values.ndim != 1:
+            raise InvalidParameterError(f"values must be 1-D, got an array of shape {values.shape}")
+        if values.dtype.kind == "U" or pa is None:
+            yield values
+            return
+    elif isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise _text_error(f"a {type(values).__name__}")
+    if pa is None:
+        yield np.asarray(list(values), dtype=object)
+        return
+    try:
+        yield pa.array(values, type=pa.string(), from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise _text_error(f"a value pyarrow cannot read as text ({exc})") from None
+
+
+def encode_values(
+    values: Any,
+    domain: Sequence[str] | None = None,
+    *,
+    other: str | None = None,
+    infer_domain: bool = False,
+) -> EncodedColumn:
+    """Encode labels (one per user) as bin indices over the public ``domain``.
+
+    The domain is public input: every client must know it to randomize, so it
+    is declared, not read off the data. Labels are matched exactly (``" Paris"``
+    is not ``"Paris"``).
+
+    Args:
+        values: One label per user: a list or tuple of ``str``, a 1-D numpy
+            array of ``str`` (unicode or object dtype), a pandas ``Series``
+            (object, string or categorical dtype) or a pyarrow ``Array`` /
+            ``ChunkedArray`` of strings. ``None``, NaN and nulls are missing
+            values, which are an error.
+        domain: Every possible label, in bin order.
+        other: Count values outside ``domain`` in this bin (appended to the
+            domain if it is not one of its labels) instead of raising.
+        infer_domain: Without ``domain``, use the distinct values (sorted
+            with :func:`sorted_domain`). The domain then depends on the private
+            data and is not covered by the privacy guarantee
+            (``domain_source == "inferred-from-data"``).
+
+    Returns:
+        The bin index of each value, the domain, and what was adjusted.
+
+    Raises:
+        InvalidParameterError: If no domain is given without ``infer_domain``,
+            the domain is malformed, or the values are not text.
+        DataError: If ``values`` is empty, has a missing value, a value
+            outside the domain (without ``other``), or an inferred domain has
+            a single label.
+
+    Example:
+        >>> enc = encode_values(["Paris", "Rome", "Paris"], ["Lyon", "Paris", "Rome"])
+        >>> enc.indices.tolist(), enc.histogram.tolist()
+        ([1, 2, 1], [0, 2, 1])
+        >>> encode_values(["Paris", "Oslo"], ["Paris", "Rome"], other="Other").domain
+        ['Paris', 'Rome', 'Other']
+    """
+    encoder = BinEncoder(domain, infer_domain=infer_domain, other=other)
+    chunks = [encoder.encode(batch) for batch in _as_batches(values)]
+    if encoder.rows == 0:
         raise DataError("the data have no rows: at least one user is needed")
-    labels = list(domain) if domain is not None else sorted_domain(values)
-    if len(labels) < 2:
-        raise DataError(
-            f"the domain has a single value ({labels[0]!r}); give the full domain with --domain"
-        )
-    # Map each distinct value once, then broadcast: no per-row Python work.
-    distinct, inverse = np.unique(np.asarray(values, dtype=str), return_inverse=True)
-    lookup = {label: i for i, label in enumerate(labels)}
-    codes = np.array([lookup.get(v, -1) for v in distinct.tolist()], dtype=np.int64)
-    indices = codes[inverse.ravel()]
-    missing = np.flatnonzero(indices < 0)
-    if missing.size:
-        row = int(missing[0])
-        raise DataError(
-            f"value {values[row]!r} (row {row + 1}) is not in the domain; "
-            f"{missing.size} row(s) are outside it"
-        )
-    return EncodedColumn(indices=indices, domain=labels)
+    for error in (encoder.missing_error(""), encoder.outside_error()):
+        if error is not None:
+            raise error
+    indices, labels = encoder.finish(np.concatenate(chunks))
+    return EncodedColumn(
+        indices=indices,
+        domain=labels,
+        domain_source=encoder.domain_source,
+        mapped_to_other=encoder.mapped_to_other,
+        notes=tuple(encoder.notes()),
+    )

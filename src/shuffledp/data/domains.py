@@ -1,0 +1,235 @@
+"""Where a domain comes from: a comma-separated list, a file, or a built-in name.
+
+The domain (the list of bin labels) is *public* input in the shuffle model:
+every client needs it to randomize, so it must not be derived from the private
+data. This module gives the three ways to declare it:
+
+* :func:`parse_domain`: ``"A,B,C"`` on a command line; spaces around each
+  label are ignored, so a label that starts or ends with a space, or contains
+  a comma, needs a domain file;
+* :func:`read_domain_file`: one label per line, kept exactly as written;
+* :func:`builtin_domain`: a named list (:data:`BUILTIN_DOMAINS`) or an integer
+  range ``range:LO-HI``.
+
+All three return the labels in bin order and raise
+:class:`~shuffledp._validation.InvalidParameterError` (or
+:class:`~shuffledp._validation.DataError` for a bad file) when the labels are
+empty, repeated or fewer than two.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+
+from shuffledp._validation import DataError, InvalidParameterError
+
+__all__ = [
+    "BUILTIN_DOMAINS",
+    "MAX_RANGE_SIZE",
+    "builtin_domain",
+    "builtin_domain_names",
+    "check_domain",
+    "parse_domain",
+    "read_domain_file",
+]
+
+#: Largest number of labels ``range:LO-HI`` may produce.
+MAX_RANGE_SIZE = 10_000_000
+
+_US_STATES = (
+    "AK AL AR AZ CA CO CT DC DE FL GA HI IA ID IL IN KS KY LA MA MD ME MI MN MO MS MT NC ND NE "
+    "NH NJ NM NV NY OH OK OR PA RI SC SD TN TX UT VA VT WA WI WV WY"
+).split()
+
+#: The named domains, label tuples in bin order. ``range:LO-HI`` is built on demand.
+BUILTIN_DOMAINS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "weekdays": (
+            "Monday",
+            "Tuesday",
+            "Wednesday",
+            "Thursday",
+            "Friday",
+            "Saturday",
+            "Sunday",
+        ),
+        "months": (
+            "January",
+            "February",
+            "March",
+            "April",
+            "May",
+            "June",
+            "July",
+            "August",
+            "September",
+            "October",
+            "November",
+            "December",
+        ),
+        "digits": tuple(string.digits),
+        "letters": tuple(string.ascii_uppercase),
+        "us-states": tuple(_US_STATES),  # 50 states + DC, USPS codes, sorted
+    }
+)
+
+_RANGE = re.compile(r"range:(-?\d+)-(-?\d+)")
+
+
+def _repeated(labels: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    repeated: dict[str, None] = {}
+    for label in labels:
+        if label in seen:
+            repeated[label] = None
+        seen.add(label)
+    return list(repeated)
+
+
+def check_domain(labels: Sequence[str], name: str = "domain") -> list[str]:
+    """Return ``labels`` as a list after checking they can serve as bin labels.
+
+    Labels are compared exactly (no trimming, no case folding).
+
+    Args:
+        labels: The labels, in bin order.
+        name: What to call them in an error message.
+
+    Raises:
+        InvalidParameterError: If ``labels`` is a single string, holds a
+            non-string, repeats a label, or has fewer than two labels.
+    """
+    if isinstance(labels, str | bytes):
+        raise InvalidParameterError(
+            f"{name} must be a list of labels, got the string {labels!r} "
+            "(use parse_domain() for comma-separated text)"
+        )
+    result = list(labels)
+    for label in result:
+        if not isinstance(label, str):
+            raise InvalidParameterError(
+                f"{name} labels must be strings, got {label!r} ({type(label).__name__})"
+            )
+    repeated = _repeated(result)
+    if repeated:
+        shown = ", ".join(repr(label) for label in repeated[:5])
+        raise InvalidParameterError(f"{name} repeats the label(s) {shown}")
+    if len(result) < 2:
+        raise InvalidParameterError(f"{name} needs at least two labels, got {len(result)}")
+    return result
+
+
+def parse_domain(text: str) -> list[str]:
+    """Parse a comma-separated domain (``"A, B,C"``) into its labels.
+
+    Spaces around each label are ignored (``"A, B"`` is ``["A", "B"]``). A label
+    that must keep surrounding spaces or contains a comma needs a domain file
+    (:func:`read_domain_file`).
+
+    Example:
+        >>> parse_domain("Paris, Rome,Lyon")
+        ['Paris', 'Rome', 'Lyon']
+
+    Raises:
+        InvalidParameterError: If a label is empty or repeated, or fewer than two are given.
+    """
+    labels = [part.strip() for part in text.split(",")]
+    if any(label == "" for label in labels):
+        raise InvalidParameterError(f"domain has an empty label: {text!r}")
+    return check_domain(labels)
+
+
+def read_domain_file(path: str | Path, encoding: str = "utf-8") -> list[str]:
+    """Read a domain file: one label per line, in bin order.
+
+    Each line is a label exactly as written: only the line ending (LF or CRLF)
+    is removed, so labels may contain commas and keep their spaces.
+    A UTF-8 byte-order mark at the start is skipped. The file may end with a
+    newline; any other empty line is an error.
+
+    Args:
+        path: The domain file.
+        encoding: Its text encoding.
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        InvalidParameterError: If ``encoding`` is not a known encoding.
+        DataError: If the file cannot be decoded, has an empty line, repeats a
+            label or has fewer than two labels.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"domain file {str(path)!r} does not exist")
+    try:
+        text = path.read_bytes().decode(encoding)
+    except LookupError:
+        raise InvalidParameterError(f"encoding {encoding!r} is not a known text encoding") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"domain file {path} is not valid {encoding} text ({exc.reason} at byte "
+            f"{exc.start}); give its encoding, e.g. encoding='latin-1'"
+        ) from None
+    text = text.removeprefix("\ufeff")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    labels = [line.removesuffix("\r") for line in lines]
+    for number, label in enumerate(labels, start=1):
+        if label == "":
+            raise DataError(f"domain file {path} line {number} is empty")
+    repeated = _repeated(labels)
+    if repeated:
+        raise DataError(f"domain file {path} repeats the label {repeated[0]!r}")
+    if len(labels) < 2:
+        raise DataError(f"domain file {path} needs at least two labels, got {len(labels)}")
+    return labels
+
+
+def builtin_domain_names() -> list[str]:
+    """Return the names of the fixed built-in domains (``range:LO-HI`` is also accepted)."""
+    return list(BUILTIN_DOMAINS)
+
+
+def builtin_domain(name: str) -> list[str]:
+    """Return the labels of a built-in domain.
+
+    Args:
+        name: One of :data:`BUILTIN_DOMAINS` (``weekdays``: Monday..Sunday;
+            ``months``: January..December; ``digits``: 0..9; ``letters``: A..Z;
+            ``us-states``: the 50 states and DC as sorted USPS codes), or
+            ``range:LO-HI`` for the integers LO..HI as text (at most
+            :data:`MAX_RANGE_SIZE` labels; LO and HI may be negative).
+
+    Example:
+        >>> builtin_domain("range:1-3")
+        ['1', '2', '3']
+
+    Raises:
+        InvalidParameterError: If the name is unknown or the range is malformed,
+            empty, a single value or too large.
+    """
+    if name in BUILTIN_DOMAINS:
+        return list(BUILTIN_DOMAINS[name])
+    if name.startswith("range:"):
+        match = _RANGE.fullmatch(name)
+        if match is None:
+            raise InvalidParameterError(
+                f"domain name {name!r} is not of the form range:LO-HI with integers LO < HI"
+            )
+        low, high = int(match[1]), int(match[2])
+        size = high - low + 1
+        if size < 2:
+            raise InvalidParameterError(
+                f"domain {name!r} must have LO < HI (at least two labels), got {low} and {high}"
+            )
+        if size > MAX_RANGE_SIZE:
+            raise InvalidParameterError(
+                f"domain {name!r} has {size:,} labels; at most {MAX_RANGE_SIZE:,} are allowed"
+            )
+        return [str(i) for i in range(low, high + 1)]
+    names = ", ".join([*BUILTIN_DOMAINS, "range:LO-HI"])
+    raise InvalidParameterError(f"unknown domain name {name!r}; known: {names}")

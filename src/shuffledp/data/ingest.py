@@ -1,0 +1,262 @@
+"""From a user's data file to one bin index per user, stating everything adjusted.
+
+:func:`load_values` streams a CSV (plain or gzip) or Parquet file in batches,
+encodes each batch against the public domain as it arrives, and keeps one
+value per user. Memory grows by a few bytes per row (the bin codes, and with a
+user column a hash per row plus the ids in Arrow or numpy buffers), never by
+a Python object per row on the pyarrow path.
+
+Nothing the file holds is silently dropped or changed: every adjustment is an
+error by default, and when an option allows it, the count is returned and
+described in :attr:`LoadedValues.notes` for the operator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from shuffledp._rng import SeedLike
+from shuffledp._validation import DataError, InvalidParameterError
+from shuffledp.data.encoding import DEFAULT_NA_VALUES, INFERRED, BinEncoder
+from shuffledp.data.loaders import ColumnReader
+from shuffledp.data.users import UserIds, check_per_user
+
+__all__ = ["DEFAULT_NA_VALUES", "LoadedValues", "load_values"]
+
+
+@dataclass(frozen=True)
+class LoadedValues:
+    """One bin index per user, with what loading adjusted.
+
+    Attributes:
+        indices: One bin index per user: in file order without a user column,
+            in the order of each user's first row with a value with one.
+        domain: Bin labels (declared, plus the ``other`` label if appended, or inferred).
+        domain_source: ``"declared"``, ``"builtin:<name>"``, ``"file"`` or
+            ``"inferred-from-data"`` (then the domain is NOT covered by the guarantee).
+        rows_read: Data rows in the file.
+        missing_dropped: Rows dropped because their value was missing.
+        mapped_to_other: Rows whose value was outside the domain, counted in ``other``.
+        user_column: The user id column, or ``None``.
+        duplicate_rows_dropped: Rows beyond one per user (``first`` / ``sample``).
+        one_row_per_user_assumed: No user column was given, so each row was
+            taken to be a different user.
+        notes: Operator-facing statements of everything adjusted or detected.
+            They contain counts computed from the private data: show them to
+            the data owner, do not release them.
+    """
+
+    indices: NDArray[np.int64]
+    domain: list[str]
+    domain_source: str
+    rows_read: int
+    missing_dropped: int
+    mapped_to_other: int
+    user_column: str | None
+    duplicate_rows_dropped: int
+    one_row_per_user_assumed: bool
+    notes: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        """Number of users."""
+        return len(self.indices)
+
+    @property
+    def histogram(self) -> NDArray[np.int64]:
+        """Number of users per bin."""
+        return np.bincount(self.indices, minlength=len(self.domain)).astype(np.int64)
+
+
+def _check_domain_source(domain_source: str, declared: bool) -> str:
+    if not declared:
+        return INFERRED
+    if domain_source in ("declared", "file") or (
+        domain_source.startswith("builtin:") and len(domain_source) > len("builtin:")
+    ):
+        return domain_source
+    raise InvalidParameterError(
+        f"domain_source must be 'declared', 'file' or 'builtin:<name>', got {domain_source!r}"
+    )
+
+
+def _check_na_values(na_values: Collection[str]) -> tuple[str, ...]:
+    if isinstance(na_values, str | bytes) or not all(isinstance(v, str) for v in na_values):
+        raise InvalidParameterError(
+            f"na_values must be a collection of strings (e.g. ['', 'NA']), got {na_values!r}"
+        )
+    return tuple(na_values)
+
+
+def _row(i: int) -> str:
+    return f"data row {i + 1}"
+
+
+def load_values(
+    path: str | Path,
+    column: str,
+    *,
+    domain: Sequence[str] | None = None,
+    domain_source: str = "declared",
+    infer_domain: bool = False,
+    other: str | None = None,
+    user_column: str | None = None,
+    per_user: str = "error",
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+    na_values: Collection[str] = DEFAULT_NA_VALUES,
+    drop_missing: bool = False,
+    show_progress: bool = True,
+    seed: SeedLike = None,
+    use_pyarrow: bool | None = None,
+) -> LoadedValues:
+    """Read ``column`` of a data file and encode it as one bin index per user.
+
+    The file is a CSV with a header row (plain, or gzip-compressed: detected by
+    the ``.gz`` extension or the gzip magic bytes) or a Parquet file (``PAR1``
+    magic bytes or a ``.parquet`` / ``.pq`` extension). CSV cells are taken
+    exactly as written: no trimming, no case folding, no type conversion. The
+    delimiter, when not given, is sniffed from the header line: if exactly one
+    of ``,`` ``;`` tab ``|`` appears there (outside quotes) it is used; if none
+    appears the file has one column; if several appear, give it explicitly.
+
+    Args:
+        path: The data file.
+        column: The column holding each user's value.
+        domain: The public domain: every possible label, in bin order (see
+            :mod:`shuffledp.data.domains`). Required unless ``infer_domain``.
+        domain_source: Where ``domain`` came from, for the report:
+            ``"declared"``, ``"file"`` or ``"builtin:<name>"``.
+        infer_domain: Take the domain from the data (sorted distinct values).
+            The result is then ``domain_source="inferred-from-data"``: the
+            domain is not public input and the guarantee does not cover it.
+        other: Count values outside ``domain`` in this bin (appended to the
+            domain if new) instead of raising an error.
+        user_column: Column identifying users; each user then contributes
+            exactly one value (see ``per_user``). Without it every row is
+            taken to be a different user.
+        per_user: With ``user_column``, for a user with several rows:
+            ``"error"`` (default), ``"first"`` (the first row in file order)
+            or ``"sample"`` (one row uniformly at random, drawn with ``seed``).
+            Rows with a missing value are dropped (``drop_missing``) before this.
+        delimiter: CSV field separator (e.g. ``";"``, a tab, ``"|"``).
+        encoding: CSV text encoding (e.g. ``"latin-1"``); a UTF-8 byte-order mark is skipped.
+        na_values: Cell texts that mean "missing" (nulls always do). A text that
+            is also a label of the declared domain counts as that label.
+        drop_missing: Drop rows whose value is missing instead of raising an error.
+        show_progress: Show a progress bar when stderr is a terminal.
+        seed: Randomness for ``per_user="sample"``.
+        use_pyarrow: CSV reader: pyarrow (``True``), the standard library
+            (``False``) or pyarrow when installed (``None``); same results.
+
+    Returns:
+        The indices, domain and the counts and notes of every adjustment.
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        InvalidParameterError: On a bad or inconsistent option (including no
+            domain without ``infer_domain``).
+        DataError: If the file is empty, malformed, undecodable or lacks a
+            column; if a value is outside the domain (without ``other``), a
+            value is missing (without ``drop_missing``), a user id is missing,
+            or a user has several rows (``per_user="error"``); or if no user is left.
+
+    Example:
+        >>> loaded = load_values("visits.csv", "city", domain=["Lyon", "Paris", "Rome"],
+        ...                      user_column="user", per_user="first")  # doctest: +SKIP
+        >>> loaded.histogram, loaded.notes  # doctest: +SKIP
+    """
+    per_user = check_per_user(per_user)
+    if user_column is None and per_user != "error":
+        raise InvalidParameterError(f"per_user={per_user!r} needs a user_column")
+    if user_column is not None and user_column == column:
+        raise InvalidParameterError(f"user_column and column are the same column {column!r}")
+    na = _check_na_values(na_values)
+    source = _check_domain_source(domain_source, declared=domain is not None)
+    columns = [column] if user_column is None else [column, user_column]
+    reader = ColumnReader(
+        path,
+        columns,
+        delimiter=delimiter,
+        encoding=encoding,
+        use_pyarrow=use_pyarrow,
+        show_progress=show_progress,
+    )
+    where = f"column {column!r} of {reader.path}"
+    encoder = BinEncoder(
+        domain,
+        infer_domain=infer_domain,
+        other=other,
+        na_values=na,
+        where=where,
+        row_label=_row,
+    )
+    ids = None
+    if user_column is not None:
+        ids = UserIds(na, where=f"column {user_column!r} of {reader.path}", row_label=_row)
+    chunks: list[NDArray[np.signedinteger[Any]]] = []
+    for batches in reader:
+        chunks.append(encoder.encode(batches[0]))
+        if ids is not None:
+            ids.add(batches[1])
+    rows_read = encoder.rows
+    if rows_read == 0:
+        what = "a header but " if reader.format.kind == "csv" else ""
+        raise DataError(f"{reader.path} has {what}no data rows")
+    remedy = "; drop such rows with drop_missing=True (--drop-missing), which reports how many"
+    for error in (
+        None if ids is None else ids.missing_error(),
+        encoder.outside_error(),
+        None if drop_missing else encoder.missing_error(remedy),
+    ):
+        if error is not None:
+            raise error
+    codes = np.concatenate(chunks)
+    del chunks
+    keep = codes >= 0
+    notes = list(reader.notes)
+    if encoder.missing:
+        notes.append(
+            f"{encoder.missing:,} row(s) with a missing value in {where} were dropped "
+            "(drop_missing)"
+        )
+    duplicates = 0
+    if ids is None:
+        selected = codes[keep] if encoder.missing else codes
+    else:
+        one = ids.one_per_user(keep, per_user, seed)
+        selected = codes[one.rows]
+        duplicates = one.rows_beyond_one
+        if one.users_without_value:
+            notes.append(
+                f"{one.users_without_value:,} user(s) had only rows with a missing value and "
+                "are not counted"
+            )
+        if duplicates:
+            rule = "the first row" if per_user == "first" else "one row chosen at random"
+            notes.append(
+                f"{one.users_with_several_rows:,} user(s) had several rows: each contributed "
+                f"{rule} (per_user={per_user!r}) and {duplicates:,} other row(s) were dropped"
+            )
+    del codes, keep
+    if len(selected) == 0:
+        raise DataError(f"no user is left in {where}: all {rows_read:,} rows have a missing value")
+    indices, labels = encoder.finish(selected)
+    return LoadedValues(
+        indices=indices,
+        domain=labels,
+        domain_source=source,
+        rows_read=rows_read,
+        missing_dropped=encoder.missing,
+        mapped_to_other=encoder.mapped_to_other,
+        user_column=user_column,
+        duplicate_rows_dropped=duplicates,
+        one_row_per_user_assumed=user_column is None,
+        notes=(*encoder.notes(), *notes),
+    )
