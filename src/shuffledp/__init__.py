@@ -9,6 +9,7 @@ from shuffledp._optional import MissingExtraError
 from shuffledp._rng import make_rng
 from shuffledp._validation import DataError, InvalidParameterError, ShuffleDPError
 from shuffledp.accounting.calibration import calibrate_flip_q
+from shuffledp.accounting.compose import compose, reports_from_json
 from shuffledp.accounting.flip import (
     flip_delta,
     flip_delta_for_pair,
@@ -25,6 +26,7 @@ from shuffledp.analyzers import (
     top_t,
     top_t_metrics,
 )
+from shuffledp.data.encoding import EncodedColumn, encode_values
 from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 from shuffledp.protocols import (
@@ -47,6 +49,7 @@ __all__ = [
     "ApproxDP",
     "BoundKind",
     "DataError",
+    "EncodedColumn",
     "FlipAnalyzer",
     "FlipCalibration",
     "FlipProtocol",
@@ -69,7 +72,9 @@ __all__ = [
     "calibrate_flip",
     "calibrate_flip_q",
     "calibrate_krr",
+    "compose",
     "default_fake_users",
+    "encode_values",
     "expected_max_abs_normal",
     "flip_delta",
     "flip_delta_for_pair",
@@ -80,6 +85,7 @@ __all__ = [
     "paper_error_bound",
     "paper_flip_q",
     "paper_min_fake_users",
+    "reports_from_json",
     "secure_permutation",
     "top_t",
     "top_t_metrics",

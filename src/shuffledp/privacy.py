@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from shuffledp._validation import check_epsilon, check_int
@@ -61,7 +62,11 @@ class PrivacyReport:
         lower_bound_delta: δ of a concrete worst-case-like pair of neighbouring
             datasets at the same ε, when known; shows how tight ``guarantee`` is.
         parameters: Protocol parameters the guarantee depends on.
-        notes: Free-text remarks (assumptions, the source of a formula).
+        notes: Free-text remarks (how the bound was obtained, the source of a formula).
+        assumptions: What the guarantee takes for granted about the input, e.g.
+            that each row is one user, or that the shuffler is trusted.
+        not_covered: What the release shows that the guarantee does NOT cover
+            (e.g. a domain derived from the data); empty when everything is covered.
     """
 
     guarantee: ApproxDP
@@ -72,9 +77,28 @@ class PrivacyReport:
     lower_bound_delta: float | None = None
     parameters: dict[str, Any] = field(default_factory=dict)
     notes: str = ""
+    assumptions: tuple[str, ...] = ()
+    not_covered: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_int(self.n, "n", minimum=1)
+        object.__setattr__(self, "assumptions", tuple(self.assumptions))
+        object.__setattr__(self, "not_covered", tuple(self.not_covered))
+
+    @property
+    def covers_release(self) -> bool:
+        """Whether everything the release shows is covered by the guarantee."""
+        return not self.not_covered
+
+    def with_context(
+        self, *, assumptions: Sequence[str] = (), not_covered: Sequence[str] = ()
+    ) -> PrivacyReport:
+        """Return a copy with more assumptions and uncovered items appended."""
+        return replace(
+            self,
+            assumptions=(*self.assumptions, *assumptions),
+            not_covered=(*self.not_covered, *not_covered),
+        )
 
     @property
     def epsilon(self) -> float:
@@ -85,6 +109,21 @@ class PrivacyReport:
     def delta(self) -> float:
         """The δ of the guarantee."""
         return self.guarantee.delta
+
+    def compose(
+        self,
+        *others: PrivacyReport,
+        delta: float | None = None,
+        epsilon: float | None = None,
+    ) -> PrivacyReport:
+        """Return the guarantee of this release together with ``others`` on the same users.
+
+        See :func:`shuffledp.accounting.compose.compose` (PLD composition of the
+        releases' dominating pairs, or basic composition when that is tighter).
+        """
+        from shuffledp.accounting.compose import compose
+
+        return compose(self, *others, delta=delta, epsilon=epsilon)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dictionary."""
@@ -98,4 +137,7 @@ class PrivacyReport:
             "lower_bound_delta": self.lower_bound_delta,
             "parameters": dict(self.parameters),
             "notes": self.notes,
+            "assumptions": list(self.assumptions),
+            "not_covered": list(self.not_covered),
+            "covers_release": self.covers_release,
         }

@@ -40,7 +40,8 @@ def _assert_bad(argv, capsys, fragment, output=None):
         assert not Path(output).exists()
 
 
-BASE = ["run", "flip", "--column", "city", "--epsilon", "1", "--delta", "1e-6"]
+DOMAIN = "Lyon,Nice,Paris,Rome"
+BASE = ["run", "flip", "--column", "city", "--epsilon", "1", "--delta", "1e-6", "--domain", DOMAIN]
 
 
 def test_run_flip_json_schema(csv_file, tmp_path, capsys):
@@ -85,7 +86,7 @@ def test_run_flip_json_schema(csv_file, tmp_path, capsys):
 def test_run_flip_paper_calibration_and_domain(csv_file, capsys):
     code, out, err = _run(
         [
-            *BASE,
+            *BASE[:-2],
             "--input",
             str(csv_file),
             "--calibration",
@@ -109,11 +110,12 @@ def test_run_flip_paper_calibration_and_domain(csv_file, capsys):
 
 
 def test_run_flip_parquet(tmp_path, capsys):
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path = tmp_path / "d.parquet"
     pq.write_table(pa.table({"city": ["a", "b", "c"] * 100}), path)
-    code, out, err = _run([*BASE, "--input", str(path)], capsys)
+    code, out, err = _run([*BASE[:-2], "--domain", "a,b,c", "--input", str(path)], capsys)
     assert code == 0, err
     assert json.loads(out)["n"] == 300
 
@@ -309,6 +311,8 @@ def test_console_script_process(tmp_path):
             "1",
             "--delta",
             "1e-6",
+            "--domain",
+            "a,b",
         ],
         capture_output=True,
         text=True,

@@ -44,6 +44,8 @@ def test_run_krr_json(csv_file, tmp_path, capsys):
             "2",
             "--plot",
             str(plot),
+            "--domain",
+            "A,B,C,D,E",
         ],
         capsys,
     )
@@ -72,6 +74,8 @@ def test_run_krr_json(csv_file, tmp_path, capsys):
                 estimator,
                 "--epsilon0",
                 "2",
+                "--domain",
+                "A,B,C,D,E",
             ],
             capsys,
         )
@@ -107,6 +111,8 @@ def test_run_krr_bad_input(csv_file, tmp_path, capsys, extra, fragment):
         "1e-6",
         "--output",
         str(out_file),
+        "--domain",
+        "A,B,C,D,E",
         *extra,
     ]
     code, out, err = _run(argv, capsys)

@@ -11,6 +11,7 @@ import numpy as np
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.analyzers.top_t import top_t, top_t_metrics
 from shuffledp.cli._common import checked, integer, number, write_atomically
+from shuffledp.cli.run._shared import ReleaseContext
 from shuffledp.cli.run.flip import flip_run_to_dict
 from shuffledp.data.synthetic import zipf_values
 from shuffledp.protocols.flip import FlipProtocol
@@ -21,12 +22,20 @@ HELP = "FLIP end to end on built-in Zipf data"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
-    parser.add_argument("--n", type=integer, default=100_000)
-    parser.add_argument("--domain-size", type=integer, default=100)
-    parser.add_argument("--epsilon", type=number, default=1.0)
-    parser.add_argument("--delta", type=number, default=1e-6)
-    parser.add_argument("--seed", type=integer, default=None)
-    parser.add_argument("--output-dir", default="demo-output")
+    parser.add_argument("--n", type=integer, default=100_000, help="users (default 100000)")
+    parser.add_argument(
+        "--domain-size", type=integer, default=100, help="number of values (default 100)"
+    )
+    parser.add_argument("--epsilon", type=number, default=1.0, help="target epsilon (default 1)")
+    parser.add_argument("--delta", type=number, default=1e-6, help="target delta (default 1e-6)")
+    parser.add_argument(
+        "--seed", type=integer, default=None, help="reproducible run (seeded shuffle)"
+    )
+    parser.add_argument(
+        "--output-dir",
+        default="demo-output",
+        help="where the plot and JSON go (default demo-output)",
+    )
     parser.set_defaults(handler=execute)
 
 
@@ -47,8 +56,8 @@ def execute(args: argparse.Namespace) -> int:
     values = zipf_values(n, d, seed=args.seed)
     truth = np.bincount(values, minlength=d)
     domain = [f"v{j:03d}" for j in range(d)]
-    protocol = FlipProtocol.calibrated(n, d, epsilon, delta)
-    run = protocol.run(values, path="message", seed=args.seed, domain=domain)
+    protocol = FlipProtocol.calibrated(n, domain, epsilon, delta)
+    run = protocol.run(values, path="message", seed=args.seed)
     est = run.estimate
     assert est.stderr is not None
     cal = protocol.calibration
@@ -90,7 +99,11 @@ def execute(args: argparse.Namespace) -> int:
             "(bars: estimate, red: truth)"
         ),
     )
-    result = flip_run_to_dict(run, cal)
+    context = ReleaseContext(
+        domain_source="synthetic",
+        assumptions=("synthetic users, one value each (Zipf); the shuffle is real",),
+    )
+    result = flip_run_to_dict(run, cal, context)
     result["true_counts"] = [int(c) for c in truth]
     result["linf_error"] = linf
     write_atomically(out_dir / "flip_demo.json", json.dumps(result, indent=2) + "\n")

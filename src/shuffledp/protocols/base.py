@@ -11,6 +11,7 @@ runs on two paths that must agree in distribution:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -19,17 +20,47 @@ import numpy as np
 from numpy.typing import NDArray
 
 from shuffledp._rng import SeedLike, make_rng
-from shuffledp._validation import DataError, InvalidParameterError
+from shuffledp._validation import DataError, InvalidParameterError, check_int
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import PrivacyReport
 from shuffledp.randomizers.bitflip import check_values
 from shuffledp.shuffler.uniform import UniformShuffler
 
-__all__ = ["ExecutionPath", "ProtocolRun", "ShuffleProtocol"]
+__all__ = ["DomainSpec", "ExecutionPath", "ProtocolRun", "ShuffleProtocol", "resolve_domain"]
 
 ExecutionPath = Literal["message", "count"]
 IntArray = NDArray[np.int64]
+
+#: A domain given as its size d (values are bin indices 0..d−1) or as its labels, in bin order.
+DomainSpec = int | Sequence[str]
+
+
+def resolve_domain(domain: DomainSpec, name: str = "domain") -> tuple[int, tuple[str, ...] | None]:
+    """Return (d, labels) for a domain given as a size or as labels.
+
+    The domain is public: every client needs it to randomize, so it must come
+    from the analyst's declaration, never from the private data.
+
+    Raises:
+        InvalidParameterError: If the size is not an integer ≥ 2 or the labels
+            are not distinct strings (at least two).
+    """
+    if isinstance(domain, (int, np.integer)) and not isinstance(domain, bool):
+        return check_int(domain, name, minimum=2), None
+    if isinstance(domain, (str, bytes)) or not isinstance(domain, Sequence):
+        raise InvalidParameterError(
+            f"{name} must be the number of bins or a sequence of bin labels, got {domain!r}"
+        )
+    labels = tuple(domain)
+    if not all(isinstance(label, str) for label in labels):
+        raise InvalidParameterError(f"{name} labels must be strings, got {labels[:5]!r}")
+    if len(labels) < 2:
+        raise InvalidParameterError(f"{name} needs at least two labels, got {len(labels)}")
+    if len(set(labels)) != len(labels):
+        repeated = sorted(label for label, count in Counter(labels).items() if count > 1)
+        raise InvalidParameterError(f"{name} repeats the label(s) {', '.join(map(repr, repeated))}")
+    return len(labels), labels
 
 
 @dataclass(frozen=True)
@@ -62,12 +93,14 @@ class ShuffleProtocol(ABC):
     """Randomizer + shuffler + analyzer + accountant for histogram estimation.
 
     Subclasses set ``name``, ``n`` (the number of users the privacy guarantee
-    was calibrated for) and ``domain_size``.
+    was calibrated for), ``domain_size`` and ``labels`` (the public domain's bin
+    labels, or ``None`` when the protocol was built from a size only).
     """
 
     name: ClassVar[str]
     n: int
     domain_size: int
+    labels: tuple[str, ...] | None = None
 
     @abstractmethod
     def randomize(self, values: IntArray, seed: SeedLike = None) -> MessageBatch:
@@ -101,32 +134,36 @@ class ShuffleProtocol(ABC):
 
     def run(
         self,
-        values: NDArray[np.integer],
+        values: Any,
         *,
         path: ExecutionPath = "message",
         seed: SeedLike = None,
         domain: Sequence[str] | None = None,
     ) -> ProtocolRun:
-        """Execute the protocol on one bin index per user.
+        """Execute the protocol on one value per user.
 
         Args:
-            values: Each user's bin index in ``[0, domain_size)``; exactly ``n`` users.
+            values: Each user's value: integer bin indices in ``[0, domain_size)``
+                (a numpy integer array or a list of ints), or labels (a list of
+                strings, a numpy string array, a pandas Series or a pyarrow array),
+                which are encoded against the public domain. Exactly ``n`` users.
             path: ``"message"`` (real messages, real shuffle) or ``"count"``.
             seed: ``None`` for OS entropy and a cryptographically secure shuffle;
                 an int for a reproducible run (seeded shuffle).
-            domain: Bin labels for the estimate.
+            domain: Bin labels, in bin order; defaults to the labels the protocol
+                was built with. Needed when ``values`` are labels.
 
         Raises:
             DataError: If the number of users differs from the calibrated ``n``
-                (the guarantee depends on it) or a value is outside the domain.
+                (the guarantee depends on it), a value is outside the domain, or
+                labels are given without a domain.
         """
-        arr = check_values(values, self.domain_size)
+        labels = self._run_labels(domain)
+        arr = self._as_indices(values, labels)
         if arr.shape[0] != self.n:
             raise DataError(
                 f"the protocol was calibrated for n={self.n} users but got {arr.shape[0]} values"
             )
-        if domain is not None and len(domain) != self.domain_size:
-            raise DataError(f"domain has {len(domain)} labels, expected {self.domain_size}")
         rng = make_rng(seed)
         if path == "message":
             batch = self.randomize(arr, rng)
@@ -141,9 +178,39 @@ class ShuffleProtocol(ABC):
             raise InvalidParameterError(f"path must be 'message' or 'count', got {path!r}")
         return ProtocolRun(
             protocol=self.name,
-            estimate=self.estimate(statistic, domain),
+            estimate=self.estimate(statistic, labels),
             privacy=self.privacy_report(),
             path=path,
             messages=messages,
             statistic=statistic,
         )
+
+    def _run_labels(self, domain: Sequence[str] | None) -> list[str] | None:
+        if domain is None:
+            return None if self.labels is None else list(self.labels)
+        size, labels = resolve_domain(list(domain))
+        if size != self.domain_size:
+            raise DataError(f"domain has {size} labels, expected {self.domain_size}")
+        if self.labels is not None and labels != self.labels:
+            raise DataError("domain differs from the labels the protocol was built with")
+        return None if labels is None else list(labels)
+
+    def _as_indices(self, values: Any, labels: list[str] | None) -> IntArray:
+        if isinstance(values, np.ndarray) and np.issubdtype(values.dtype, np.integer):
+            return check_values(values, self.domain_size)
+        if (
+            isinstance(values, list)
+            and values
+            and all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values[:1000]
+            )
+        ):
+            return check_values(np.asarray(values), self.domain_size)
+        if labels is None:
+            raise DataError(
+                "values are labels, so the public domain is needed to encode them: pass "
+                "domain=[...] (all labels, in bin order) or build the protocol with the labels"
+            )
+        from shuffledp.data.encoding import encode_values
+
+        return encode_values(values, labels).indices

@@ -24,10 +24,16 @@ from shuffledp._validation import (
     InvalidParameterError,
     check_delta,
     check_epsilon,
+    check_flip_probability,
     check_int,
 )
 from shuffledp.accounting.calibration import calibrate_flip_q
-from shuffledp.accounting.flip import flip_delta, flip_delta_lower_bound, flip_local_epsilon
+from shuffledp.accounting.flip import (
+    flip_delta,
+    flip_delta_lower_bound,
+    flip_epsilon,
+    flip_local_epsilon,
+)
 from shuffledp.accounting.flip_paper import (
     PAPER_MAX_DELTA,
     paper_error_bound,
@@ -39,20 +45,25 @@ from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.analyzers.flip_debias import FlipAnalyzer, flip_count_stderr
 from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
-from shuffledp.protocols.base import IntArray, ShuffleProtocol
+from shuffledp.protocols.base import DomainSpec, IntArray, ShuffleProtocol, resolve_domain
 from shuffledp.randomizers.bitflip import FlipRandomizer
 
 __all__ = [
     "CALIBRATION_METHODS",
+    "DEFAULT_FAKE_USERS",
+    "FIXED_PARAMETERS",
     "FLIP_PRIVACY_METHOD",
     "FlipCalibration",
     "FlipProtocol",
     "calibrate_flip",
     "default_fake_users",
+    "flip_parameters",
 ]
 
 CalibrationMethod = Literal["exact", "paper"]
 CALIBRATION_METHODS: tuple[str, ...] = ("exact", "paper")
+#: ``method`` of a calibration whose q was chosen by hand (:meth:`FlipProtocol.from_parameters`).
+FIXED_PARAMETERS = "fixed"
 
 #: Name of the accountant behind every FLIP privacy report.
 FLIP_PRIVACY_METHOD = "flip-exact-fake-blanket"
@@ -65,11 +76,12 @@ DEFAULT_FAKE_USERS = 100
 
 
 def default_fake_users(n: int, epsilon: float, delta: float) -> int:
-    """Return the default k: 100, or more when the paper's calibration needs it.
+    """Return the k at which the paper's calibration can run: 100, or more when needed.
 
     The paper's quadratic has a root q < 1/2 only for k above
     :func:`paper_min_fake_users`; 16 times that keeps q(1 − q) ≤ 1/64, so the
-    two calibrations can be compared at the same k.
+    two calibrations can be compared at the same k. The exact calibration
+    defaults to :data:`DEFAULT_FAKE_USERS` whatever n is.
     """
     if delta >= PAPER_MAX_DELTA:
         return DEFAULT_FAKE_USERS
@@ -94,6 +106,8 @@ class FlipCalibration:
         linf_error: Expected ℓ∞ error of the counts (Gaussian approximation).
         expected_messages_per_user: E[messages sent per user].
         local_epsilon: ε of one user's unshuffled report, 2·ln((1 − q)/q).
+        notes: What the calibration chose on the caller's behalf (e.g. a k
+            raised above the default), for the run's report.
     """
 
     method: str
@@ -109,6 +123,7 @@ class FlipCalibration:
     linf_error: float
     expected_messages_per_user: float
     local_epsilon: float
+    notes: tuple[str, ...] = ()
 
     def privacy_report(self) -> PrivacyReport:
         """Return the certified guarantee of one execution."""
@@ -161,7 +176,9 @@ def calibrate_flip(
         domain_size: d ≥ 2.
         epsilon: Target ε > 0.
         delta: Target δ in (0, 1) (below 1/32 for the paper's method).
-        fake_users: k; :func:`default_fake_users` when ``None``.
+        fake_users: k; when ``None``, :data:`DEFAULT_FAKE_USERS` for the exact
+            method and :func:`default_fake_users` for the paper's (which needs
+            a larger k at small n; the calibration's ``notes`` say so).
         method: ``"exact"`` (smallest q the exact accountant certifies) or
             ``"paper"`` (Claim III.1's quadratic).
 
@@ -175,11 +192,19 @@ def calibrate_flip(
     delta = check_delta(delta)
     if method not in CALIBRATION_METHODS:
         raise InvalidParameterError(f"calibration must be 'exact' or 'paper', got {method!r}")
-    k = (
-        default_fake_users(n, epsilon, delta)
-        if fake_users is None
-        else check_int(fake_users, "fake_users", minimum=0)
-    )
+    notes: list[str] = []
+    if fake_users is not None:
+        k = check_int(fake_users, "fake_users", minimum=0)
+    elif method == "paper":
+        k = default_fake_users(n, epsilon, delta)
+        if k != DEFAULT_FAKE_USERS:
+            notes.append(
+                f"fake users per user k raised from the default {DEFAULT_FAKE_USERS} to {k}: "
+                "the paper's quadratic (Claim III.1) has no root q < 1/2 below "
+                f"k = {paper_min_fake_users(epsilon, delta, n)} at these (n, epsilon, delta)"
+            )
+    else:
+        k = DEFAULT_FAKE_USERS
     if method == "paper":
         q = paper_flip_q(epsilon, delta, n, k)
     else:
@@ -190,13 +215,27 @@ def calibrate_flip(
             f"the {method} calibration gives q={q:.6g}, whose certified delta "
             f"{certified:.3g} exceeds the target {delta:g}"
         )
+    return _calibration(method, n, d, epsilon, delta, q, k, certified, tuple(notes))
+
+
+def _calibration(
+    method: str,
+    n: int,
+    d: int,
+    epsilon: float,
+    target_delta: float,
+    q: float,
+    k: int,
+    certified: float,
+    notes: tuple[str, ...],
+) -> FlipCalibration:
     se = flip_count_stderr(n, q, k)
     return FlipCalibration(
         method=method,
         n=n,
         domain_size=d,
         epsilon=epsilon,
-        target_delta=delta,
+        target_delta=target_delta,
         q=q,
         fake_users=k,
         delta=certified,
@@ -205,22 +244,76 @@ def calibrate_flip(
         linf_error=expected_max_abs_normal(se, d),
         expected_messages_per_user=FlipRandomizer(d, q, k).expected_messages_per_user,
         local_epsilon=flip_local_epsilon(q),
+        notes=notes,
     )
+
+
+def flip_parameters(
+    *,
+    q: float,
+    fake_users: int,
+    n: int,
+    domain_size: int,
+    epsilon: float | None = None,
+    delta: float | None = None,
+) -> FlipCalibration:
+    """Return what hand-picked FLIP parameters give: δ at ``epsilon``, or ε at ``delta``.
+
+    The guarantee comes from the exact certificate
+    (:func:`shuffledp.accounting.flip.flip_delta`); at a given δ the ε is the
+    smallest that certificate reaches (:func:`shuffledp.accounting.flip.flip_epsilon`).
+
+    Raises:
+        InvalidParameterError: On a bad parameter, or unless exactly one of
+            ``epsilon`` and ``delta`` is given.
+    """
+    n = check_int(n, "n", minimum=1)
+    d = check_int(domain_size, "domain_size", minimum=2)
+    k = check_int(fake_users, "fake_users", minimum=0)
+    q = check_flip_probability(q)
+    if (epsilon is None) == (delta is None):
+        raise InvalidParameterError(
+            "give exactly one of epsilon (to get the certified delta there) or delta "
+            f"(to get the epsilon it allows); got epsilon={epsilon!r}, delta={delta!r}"
+        )
+    if epsilon is not None:
+        epsilon = check_epsilon(epsilon)
+        certified = flip_delta(epsilon, q, k, n)
+        target = certified
+    else:
+        target = check_delta(delta)
+        epsilon = flip_epsilon(target, q, k, n)
+        certified = flip_delta(epsilon, q, k, n)
+    if not certified < 1.0:
+        raise InvalidParameterError(
+            f"q={q:g} with k={k} fake users certifies nothing useful at epsilon={epsilon:g} "
+            f"for n={n} (delta = 1); choose a larger q or epsilon"
+        )
+    return _calibration(FIXED_PARAMETERS, n, d, epsilon, target, q, k, certified, ())
 
 
 class FlipProtocol(ShuffleProtocol):
     """P_FLIP = (R_FLIP, A_FLIP) with its exact privacy report.
 
     Args:
-        calibration: Parameters from :func:`calibrate_flip`.
+        calibration: Parameters from :func:`calibrate_flip` or :func:`flip_parameters`.
+        labels: The public domain's bin labels (``None``: bin indices only).
     """
 
     name: ClassVar[str] = "flip"
 
-    def __init__(self, calibration: FlipCalibration) -> None:
+    def __init__(
+        self, calibration: FlipCalibration, *, labels: Sequence[str] | None = None
+    ) -> None:
         self.calibration = calibration
         self.n = calibration.n
         self.domain_size = calibration.domain_size
+        if labels is not None:
+            size, self.labels = resolve_domain(labels, "labels")
+            if size != calibration.domain_size:
+                raise InvalidParameterError(
+                    f"labels has {size} entries, the calibration {calibration.domain_size} bins"
+                )
         self.randomizer = FlipRandomizer(
             calibration.domain_size, calibration.q, calibration.fake_users
         )
@@ -232,19 +325,55 @@ class FlipProtocol(ShuffleProtocol):
     def calibrated(
         cls,
         n: int,
-        domain_size: int,
+        domain: DomainSpec,
         epsilon: float,
         delta: float,
         *,
         fake_users: int | None = None,
         calibration: CalibrationMethod = "exact",
     ) -> FlipProtocol:
-        """Return a protocol calibrated by :func:`calibrate_flip`."""
+        """Return a protocol calibrated by :func:`calibrate_flip` for a target (ε, δ).
+
+        Args:
+            n: Number of users.
+            domain: The public domain: its size d, or its labels in bin order
+                (then :meth:`run` also accepts the users' values as labels).
+            epsilon: Target ε.
+            delta: Target δ.
+            fake_users: k (see :func:`calibrate_flip`).
+            calibration: ``"exact"`` or ``"paper"``.
+        """
+        d, labels = resolve_domain(domain)
         return cls(
-            calibrate_flip(
-                n, domain_size, epsilon, delta, fake_users=fake_users, method=calibration
-            )
+            calibrate_flip(n, d, epsilon, delta, fake_users=fake_users, method=calibration),
+            labels=labels,
         )
+
+    @classmethod
+    def from_parameters(
+        cls,
+        *,
+        q: float,
+        fake_users: int,
+        n: int,
+        domain: DomainSpec,
+        epsilon: float | None = None,
+        delta: float | None = None,
+    ) -> FlipProtocol:
+        """Return a protocol with a hand-picked flip probability, and the privacy it gives.
+
+        Exactly one of ``epsilon`` (report the certified δ there) and ``delta``
+        (report the smallest certified ε at that δ) is needed; the result's
+        :meth:`privacy_report` states it.
+
+        >>> FlipProtocol.from_parameters(q=0.001, fake_users=100, n=10_000,
+        ...                               domain=["a", "b", "c"], delta=1e-6).privacy_report()
+        """
+        d, labels = resolve_domain(domain)
+        calibration = flip_parameters(
+            q=q, fake_users=fake_users, n=n, domain_size=d, epsilon=epsilon, delta=delta
+        )
+        return cls(calibration, labels=labels)
 
     def randomize(self, values: IntArray, seed: SeedLike = None) -> MessageBatch:
         """Alg. 1 for every user (sparse sampling)."""

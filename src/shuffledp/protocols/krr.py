@@ -19,17 +19,26 @@ import numpy as np
 
 from shuffledp._rng import SeedLike
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
-from shuffledp.accounting.api import calibrate
+from shuffledp.accounting.api import amplified_epsilon, calibrate
 from shuffledp.accounting.krr import krr_delta, krr_delta_lower_bound, krr_probabilities
 from shuffledp.analyzers.error import expected_max_abs_normal
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.analyzers.krr_estimators import KRREstimator, estimate_krr, inversion_variance
 from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
-from shuffledp.protocols.base import IntArray, ShuffleProtocol
+from shuffledp.protocols.base import DomainSpec, IntArray, ShuffleProtocol, resolve_domain
 from shuffledp.randomizers.krr import KRRRandomizer
 
-__all__ = ["KRR_PRIVACY_METHOD", "KRRCalibration", "KRRProtocol", "calibrate_krr"]
+__all__ = [
+    "KRR_PRIVACY_METHOD",
+    "KRRCalibration",
+    "KRRProtocol",
+    "calibrate_krr",
+    "krr_parameters",
+]
+
+#: Below this ratio ε₀/ε the shuffle adds (almost) nothing to the local guarantee.
+_NO_AMPLIFICATION_RATIO = 1.01
 
 #: Name of the accountant behind every k-RR privacy report.
 KRR_PRIVACY_METHOD = "krr-blanket"
@@ -50,6 +59,8 @@ class KRRCalibration:
         stderr: Standard error of each inverted count at a uniform histogram.
         linf_error: Expected ℓ∞ error of the inverted counts (Gaussian approximation).
         method: ``"exact"`` (calibrated) or ``"fixed"`` (ε₀ given).
+        notes: What the calibration found that the caller should know (e.g. no
+            amplification at this n), for the run's report.
     """
 
     n: int
@@ -62,6 +73,7 @@ class KRRCalibration:
     stderr: float
     linf_error: float
     method: str
+    notes: tuple[str, ...] = ()
 
     def privacy_report(self) -> PrivacyReport:
         """Return the certified guarantee of one execution."""
@@ -125,10 +137,17 @@ def calibrate_krr(
     k = check_int(domain_size, "domain_size", minimum=2)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
+    notes: list[str] = []
     if epsilon0 is None:
         # The accountant's calibration with the k-RR certificate (krr-blanket).
         e0 = calibrate(epsilon, delta, n=n, mechanism="krr", k=k).value
         method = "exact"
+        if e0 < _NO_AMPLIFICATION_RATIO * epsilon:
+            notes.append(
+                f"no amplification: at n={n} the largest certified epsilon0 is {e0:.6g}, "
+                f"essentially the target epsilon={epsilon:g} (each report is already "
+                "epsilon0-DP on its own)"
+            )
     else:
         e0 = check_epsilon(epsilon0, "epsilon0")
         method = "fixed"
@@ -138,19 +157,72 @@ def calibrate_krr(
             f"epsilon0={e0:g} gives a certified delta of {certified:.3g} at epsilon={epsilon:g}, "
             f"above the target {delta:g}"
         )
-    se, linf = _utility(n, k, e0)
+    return _calibration(n, k, epsilon, delta, e0, certified, method, tuple(notes))
+
+
+def _calibration(
+    n: int,
+    k: int,
+    epsilon: float,
+    target_delta: float,
+    epsilon0: float,
+    certified: float,
+    method: str,
+    notes: tuple[str, ...],
+) -> KRRCalibration:
+    se, linf = _utility(n, k, epsilon0)
     return KRRCalibration(
         n=n,
         domain_size=k,
         epsilon=epsilon,
-        target_delta=delta,
-        epsilon0=e0,
+        target_delta=target_delta,
+        epsilon0=epsilon0,
         delta=certified,
-        delta_lower=krr_delta_lower_bound(epsilon, e0, k, n),
+        delta_lower=krr_delta_lower_bound(epsilon, epsilon0, k, n),
         stderr=se,
         linf_error=linf,
         method=method,
+        notes=notes,
     )
+
+
+def krr_parameters(
+    *,
+    epsilon0: float,
+    n: int,
+    domain_size: int,
+    epsilon: float | None = None,
+    delta: float | None = None,
+) -> KRRCalibration:
+    """Return what a hand-picked ε₀ gives: the certified δ at ``epsilon``, or ε at ``delta``.
+
+    The certificate is :func:`shuffledp.accounting.krr.krr_delta` (``krr-blanket``);
+    at a given δ, ε is the smallest it certifies (bisection, rounded up).
+
+    Raises:
+        InvalidParameterError: On a bad parameter, or unless exactly one of
+            ``epsilon`` and ``delta`` is given.
+    """
+    n = check_int(n, "n", minimum=1)
+    k = check_int(domain_size, "domain_size", minimum=2)
+    e0 = check_epsilon(epsilon0, "epsilon0")
+    if (epsilon is None) == (delta is None):
+        raise InvalidParameterError(
+            "give exactly one of epsilon (to get the certified delta there) or delta "
+            f"(to get the epsilon it allows); got epsilon={epsilon!r}, delta={delta!r}"
+        )
+    if epsilon is not None:
+        epsilon = check_epsilon(epsilon)
+        certified = krr_delta(epsilon, e0, k, n)
+        target = certified
+    else:
+        target = check_delta(delta)
+        found = amplified_epsilon(
+            target, n=n, mechanism="krr", method="krr-blanket", epsilon0=e0, k=k
+        ).epsilon
+        epsilon = e0 if found is None else min(found, e0)
+        certified = krr_delta(epsilon, e0, k, n)
+    return _calibration(n, k, epsilon, target, e0, certified, "fixed", ())
 
 
 class KRRProtocol(ShuffleProtocol):
@@ -165,11 +237,21 @@ class KRRProtocol(ShuffleProtocol):
     name: ClassVar[str] = "krr"
 
     def __init__(
-        self, calibration: KRRCalibration, *, estimator: KRREstimator = "inversion"
+        self,
+        calibration: KRRCalibration,
+        *,
+        estimator: KRREstimator = "inversion",
+        labels: Sequence[str] | None = None,
     ) -> None:
         self.calibration = calibration
         self.n = calibration.n
         self.domain_size = calibration.domain_size
+        if labels is not None:
+            size, self.labels = resolve_domain(labels, "labels")
+            if size != calibration.domain_size:
+                raise InvalidParameterError(
+                    f"labels has {size} entries, the calibration {calibration.domain_size} values"
+                )
         self.estimator = estimator
         self.randomizer = KRRRandomizer(calibration.domain_size, calibration.epsilon0)
 
@@ -177,17 +259,52 @@ class KRRProtocol(ShuffleProtocol):
     def calibrated(
         cls,
         n: int,
-        domain_size: int,
+        domain: DomainSpec,
         epsilon: float,
         delta: float,
         *,
         epsilon0: float | None = None,
         estimator: KRREstimator = "inversion",
     ) -> KRRProtocol:
-        """Return a protocol calibrated by :func:`calibrate_krr`."""
+        """Return a protocol calibrated by :func:`calibrate_krr` for a target (ε, δ).
+
+        Args:
+            n: Number of users.
+            domain: The public domain: its size k, or its labels in bin order
+                (then :meth:`run` also accepts the users' values as labels).
+            epsilon: Target ε.
+            delta: Target δ.
+            epsilon0: A fixed ε₀ to certify instead of calibrating.
+            estimator: See :class:`KRRProtocol`.
+        """
+        k, labels = resolve_domain(domain)
         return cls(
-            calibrate_krr(n, domain_size, epsilon, delta, epsilon0=epsilon0), estimator=estimator
+            calibrate_krr(n, k, epsilon, delta, epsilon0=epsilon0),
+            estimator=estimator,
+            labels=labels,
         )
+
+    @classmethod
+    def from_parameters(
+        cls,
+        *,
+        epsilon0: float,
+        n: int,
+        domain: DomainSpec,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        estimator: KRREstimator = "inversion",
+    ) -> KRRProtocol:
+        """Return a protocol with a hand-picked ε₀, and the privacy it gives.
+
+        Exactly one of ``epsilon`` (report the certified δ there) and ``delta``
+        (report the smallest certified ε at that δ) is needed.
+        """
+        k, labels = resolve_domain(domain)
+        calibration = krr_parameters(
+            epsilon0=epsilon0, n=n, domain_size=k, epsilon=epsilon, delta=delta
+        )
+        return cls(calibration, estimator=estimator, labels=labels)
 
     def randomize(self, values: IntArray, seed: SeedLike = None) -> MessageBatch:
         """One k-RR report per user."""

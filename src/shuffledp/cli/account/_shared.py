@@ -12,13 +12,14 @@ from shuffledp.accounting import api as accounting_api
 from shuffledp.accounting import methods as accounting_methods
 from shuffledp.accounting.api import AccountingResult
 from shuffledp.cli._common import checked, fmt, integer, number
+from shuffledp.privacy import BoundKind
 
 __all__ = ["MECHANISM_OPTIONS", "account_rows", "add_mechanism_options", "print_rows"]
 
-#: (key of the accountant's mechanism parameters, attribute of the parsed arguments).
+#: (key of the accountant's mechanism parameters, attribute of the parsed arguments);
+#: ``--domain-size`` is k-RR's k or FLIP's / the Poisson randomizer's d (see mechanism_params).
 MECHANISM_OPTIONS = (
     ("epsilon0", "epsilon0"),
-    ("k", "k"),
     ("q", "q"),
     ("fake_users", "fake_users"),
     ("domain_size", "domain_size"),
@@ -30,34 +31,56 @@ MECHANISM_OPTIONS = (
 )
 
 
-def mechanism_params(args: argparse.Namespace) -> dict[str, Any]:
-    """Return the mechanism parameters given on the command line."""
+def mechanism_params(args: argparse.Namespace, *, need_epsilon0: bool = True) -> dict[str, Any]:
+    """Return the mechanism parameters given on the command line.
+
+    ``--domain-size`` (alias ``--k``) is the domain size whatever the mechanism:
+    k-RR's k, FLIP's number of bins d, the Poisson randomizer's items d.
+    """
     params = {
         key: getattr(args, attr)
         for key, attr in MECHANISM_OPTIONS
         if getattr(args, attr, None) is not None
     }
-    if args.mechanism in ("generic", "krr") and "epsilon0" not in params:
+    if args.domain_size is not None:
+        params["k" if args.mechanism == "krr" else "domain_size"] = args.domain_size
+    if need_epsilon0 and args.mechanism in ("generic", "krr") and "epsilon0" not in params:
         raise InvalidParameterError(f"--epsilon0 is required for the {args.mechanism} mechanism")
     if args.mechanism == "krr" and "k" not in params:
-        raise InvalidParameterError("--k (the domain size of k-RR) is required for --mechanism krr")
+        raise InvalidParameterError(
+            "--domain-size (k-RR's k, alias --k) is required for --mechanism krr"
+        )
     return params
 
 
 def print_rows(rows: list[AccountingResult], as_json: bool, header: str) -> None:
-    """Print one row per method, as a table or JSON."""
+    """Print one row per method, as a table or JSON.
+
+    Only certified upper bounds are guarantees: an upper-bound method outside its
+    theorem's range is starred, and lower and reproduction rows say what they
+    are in the footnote.
+    """
     if as_json:
         sys.stdout.write(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
         return
     print(header)
-    print(f"{'method':22s}{'bound':>14s}{'epsilon':>12s}{'delta':>12s}  note")
+    print(f"{'method':26s}{'bound':>14s}{'epsilon':>12s}{'delta':>12s}  note")
     for r in rows:
         eps = "-" if r.epsilon is None else fmt(r.epsilon)
         dlt = "-" if r.delta is None else fmt(r.delta)
-        kind = r.bound.value if r.certified else f"{r.bound.value}*"
-        print(f"{r.method:22s}{kind:>14s}{eps:>12s}{dlt:>12s}  {r.note}")
-    if any(not r.certified for r in rows):
-        print("* not certified at these parameters (see the note); never used to calibrate")
+        starred = r.bound is BoundKind.UPPER and not r.certified
+        kind = f"{r.bound.value}*" if starred else r.bound.value
+        print(f"{r.method:26s}{kind:>14s}{eps:>12s}{dlt:>12s}  {r.note}")
+    kinds = {r.bound for r in rows}
+    if any(r.bound is BoundKind.UPPER and not r.certified for r in rows):
+        print("* upper bound outside its theorem's range here (see the note): not a guarantee")
+    if BoundKind.LOWER in kinds:
+        print(
+            "lower: attained by some dataset, so the true delta is at least this; not a guarantee"
+        )
+    if BoundKind.REPRODUCTION in kinds:
+        print("reproduction: a published formula as printed or out of range; not a guarantee")
+    print("only certified upper bounds are guarantees, and only they are used to calibrate")
 
 
 def account_rows(
@@ -87,18 +110,30 @@ def account_rows(
 def add_mechanism_options(parser: argparse.ArgumentParser, *, calibrating: bool = False) -> None:
     """Declare the mechanism and its parameters."""
     parser.add_argument("--n", required=True, type=integer, help="number of users")
-    parser.add_argument("--mechanism", choices=accounting_methods.MECHANISMS, default="generic")
+    parser.add_argument(
+        "--mechanism",
+        choices=accounting_methods.MECHANISMS,
+        default="generic",
+        help="what is shuffled: generic (any epsilon0-LDP randomizer, default), krr, flip, poisson",
+    )
+    method_names = ", ".join(accounting_methods.METHODS)
     parser.add_argument(
         "--method",
         default="best" if calibrating else "all",
-        help="a method name, 'all' (one row each) or 'best' (tightest certified upper bound)",
+        help="'all' (one row per method), 'best' (tightest certified upper bound) or one of: "
+        + method_names,
     )
     if not calibrating:
         parser.add_argument("--epsilon0", type=number, help="local epsilon (generic, krr)")
-    parser.add_argument("--k", type=integer, help="k-RR domain size")
+    parser.add_argument(
+        "--domain-size",
+        "--k",
+        dest="domain_size",
+        type=integer,
+        help="domain size: k-RR's k, FLIP's bins d, the Poisson randomizer's items d",
+    )
     parser.add_argument("--q", type=number, help="FLIP flip probability")
     parser.add_argument("--fake-users", type=integer, help="FLIP fake users per user")
-    parser.add_argument("--domain-size", type=integer, help="FLIP bins / Poisson items d")
     parser.add_argument("--report-probability", type=number, help="Poisson randomizer lambda")
     parser.add_argument(
         "--blanket-messages", type=integer, help="Poisson: potential blanket messages"

@@ -14,7 +14,9 @@ HELP = "amplified epsilon at a delta, every bound"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
-    parser.add_argument("--delta", required=True, type=number)
+    parser.add_argument(
+        "--delta", required=True, type=number, help="delta at which to state epsilon, in (0, 1)"
+    )
     add_mechanism_options(parser)
     parser.set_defaults(handler=execute)
 

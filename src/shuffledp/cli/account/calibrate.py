@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
-from shuffledp._validation import check_delta, check_epsilon, check_int
+from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.accounting import api as accounting_api
+from shuffledp.accounting.methods import methods_for
 from shuffledp.cli._common import checked, fmt, number
-from shuffledp.cli.account._shared import MECHANISM_OPTIONS, add_mechanism_options
+from shuffledp.cli.account._shared import add_mechanism_options, mechanism_params
+from shuffledp.privacy import BoundKind
 
 NAME = "calibrate"
 HELP = "least noisy local parameter for a target (epsilon, delta)"
@@ -17,41 +20,57 @@ HELP = "least noisy local parameter for a target (epsilon, delta)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
-    parser.add_argument("--epsilon", required=True, type=number)
-    parser.add_argument("--delta", required=True, type=number)
+    parser.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
+    parser.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
     parser.add_argument(
-        "--parameter", choices=("report_probability", "blanket_messages"), default=None
+        "--parameter",
+        choices=("report_probability", "blanket_messages"),
+        default=None,
+        help="Poisson: calibrate lambda for the given blanket messages (default) or the "
+        "number of blanket messages for the given lambda",
     )
     add_mechanism_options(parser, calibrating=True)
     parser.set_defaults(handler=execute)
 
 
 def execute(args: argparse.Namespace) -> int:
-    """Print the calibrated parameter."""
+    """Print the calibrated parameter (one row per method with ``--method all``)."""
     epsilon = checked(check_epsilon, args.epsilon, "--epsilon")
     delta = checked(check_delta, args.delta, "--delta")
     n = checked(check_int, args.n, "--n", minimum=1)
-    params = {
-        key: getattr(args, attr)
-        for key, attr in MECHANISM_OPTIONS
-        if getattr(args, attr, None) is not None
-    }
-    method = "best" if args.method == "all" else args.method
-    result = accounting_api.calibrate(
-        epsilon,
-        delta,
-        n=n,
-        mechanism=args.mechanism,
-        method=method,
-        parameter=args.parameter,
-        **params,
-    )
-    if args.json:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+    params = mechanism_params(args, need_epsilon0=False)
+    if args.method == "all":
+        names = [m.name for m in methods_for(args.mechanism) if m.bound is BoundKind.UPPER]
     else:
-        r = result.result
+        names = [args.method]
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        try:
+            result = accounting_api.calibrate(
+                epsilon,
+                delta,
+                n=n,
+                mechanism=args.mechanism,
+                method=name,
+                parameter=args.parameter,
+                **params,
+            )
+        except InvalidParameterError as exc:
+            if len(names) == 1:
+                raise
+            rows.append({"method": name, "parameter": None, "value": None, "note": str(exc)})
+            continue
+        rows.append({**result.to_dict(), "note": result.result.note})
+    if args.json:
+        out: Any = rows if args.method == "all" else rows[0]
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return 0
+    for row in rows:
+        if row["value"] is None:
+            print(f"{row['method']}: nothing certified ({row['note']})")
+            continue
         print(
-            f"{result.parameter} = {result.value:.6g} ({r.method}: certified delta "
-            f"{fmt(r.delta or 0.0)} at epsilon={epsilon:g}, n={n})"
+            f"{row['parameter']} = {row['value']:.6g} ({row['method']}: certified delta "
+            f"{fmt(row['delta'] or 0.0)} at epsilon={epsilon:g}, n={n})"
         )
     return 0

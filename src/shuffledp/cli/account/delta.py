@@ -14,7 +14,9 @@ HELP = "delta at an epsilon, every bound"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
-    parser.add_argument("--epsilon", required=True, type=number)
+    parser.add_argument(
+        "--epsilon", required=True, type=number, help="epsilon at which to state delta, > 0"
+    )
     add_mechanism_options(parser)
     parser.set_defaults(handler=execute)
 

@@ -19,10 +19,22 @@ HELP = "FLIP: paper vs exact calibration"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
     parser.add_argument("--n", required=True, type=integer, help="number of users")
-    parser.add_argument("--domain-size", required=True, type=integer, help="number of values d")
-    parser.add_argument("--epsilon", required=True, type=number)
-    parser.add_argument("--delta", required=True, type=number)
-    parser.add_argument("--fake-users", type=integer, default=None)
+    parser.add_argument(
+        "--domain-size",
+        "--k",
+        dest="domain_size",
+        required=True,
+        type=integer,
+        help="number of values d (alias --k)",
+    )
+    parser.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
+    parser.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
+    parser.add_argument(
+        "--fake-users",
+        type=integer,
+        default=None,
+        help="fake users k per real user (default: 100, or what the paper's formula needs)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=execute)
 

@@ -17,9 +17,16 @@ HELP = "k-RR: epsilon0 = epsilon vs exact calibration"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
     parser.add_argument("--n", required=True, type=integer, help="number of users")
-    parser.add_argument("--domain-size", required=True, type=integer, help="number of values k")
-    parser.add_argument("--epsilon", required=True, type=number)
-    parser.add_argument("--delta", required=True, type=number)
+    parser.add_argument(
+        "--domain-size",
+        "--k",
+        dest="domain_size",
+        required=True,
+        type=integer,
+        help="number of values k (alias --k)",
+    )
+    parser.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
+    parser.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=execute)
 

@@ -16,8 +16,17 @@ HELP = "shuffled k-RR vs the central Gaussian"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
     parser.add_argument("--quick", action="store_true", help="a reduced grid (well under a minute)")
-    parser.add_argument("--output-dir", default="experiment-output")
-    parser.add_argument("--data", choices=("synthetic", "flights", "gowalla"), default="synthetic")
+    parser.add_argument(
+        "--output-dir",
+        default="experiment-output",
+        help="where the CSV and PNG files go (default: experiment-output)",
+    )
+    parser.add_argument(
+        "--data",
+        choices=("synthetic", "flights", "gowalla"),
+        default="synthetic",
+        help="synthetic Zipf histograms (default), NYC flight destinations, or Gowalla cells",
+    )
     parser.add_argument("--gowalla-path", default=None, help="SNAP Gowalla check-ins file")
     parser.add_argument(
         "--bbox",
@@ -25,8 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="lat_min,lat_max,lon_min,lon_max (default: northern San Francisco)",
     )
     parser.add_argument("--grid", default="10,10", help="ROWS,COLS of the cell grid")
-    parser.add_argument("--repetitions", type=integer, default=None)
-    parser.add_argument("--seed", type=integer, default=2023)
+    parser.add_argument(
+        "--repetitions",
+        type=integer,
+        default=None,
+        help="runs per setting (default: 10, or fewer with --quick)",
+    )
+    parser.add_argument("--seed", type=integer, default=2023, help="seed (default: 2023)")
     parser.set_defaults(handler=execute)
 
 
@@ -43,9 +57,9 @@ def execute(args: argparse.Namespace) -> int:
     require_matplotlib()
     seed = checked(check_int, args.seed, "--seed")
     reps = (
-        checked(check_int, args.repetitions, "--repetitions", minimum=1)
-        if args.repetitions
-        else None
+        None
+        if args.repetitions is None
+        else checked(check_int, args.repetitions, "--repetitions", minimum=1)
     )
     out_dir = Path(args.output_dir)
     if out_dir.exists() and not out_dir.is_dir():

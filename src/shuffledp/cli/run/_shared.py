@@ -1,73 +1,345 @@
-"""What every ``run`` protocol shares: the data options, loading, and writing the result."""
+"""What every ``run`` protocol shares: the data and domain options, loading, and the report.
+
+The domain is public input (every client needs it to randomize), so one of
+``--domain``, ``--domain-file`` or ``--domain-name`` is required; deriving it
+from the data needs ``--unsafe-domain-from-data`` and the report then says
+that the domain is not covered by the guarantee. Everything the run adjusts
+(rows dropped, values mapped to ``--other``, rows beyond one per user, a
+parameter chosen on the user's behalf) is stated on stderr and in the JSON.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shuffledp import __version__
-from shuffledp._validation import check_int
+from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.cli._common import checked, integer, number, writable, write_atomically
-from shuffledp.data.encoding import EncodedColumn, encode_values, parse_domain
-from shuffledp.data.loaders import read_column
+from shuffledp.data.domains import builtin_domain, builtin_domain_names, read_domain_file
+from shuffledp.data.encoding import parse_domain
+from shuffledp.data.ingest import DEFAULT_NA_VALUES, LoadedValues, load_values
+from shuffledp.privacy import PrivacyReport
 from shuffledp.protocols.base import ProtocolRun
 
-__all__ = ["add_run_options", "finish_run", "load_encoded", "prepare_run", "run_to_dict"]
+__all__ = [
+    "ReleaseContext",
+    "RunInput",
+    "add_run_options",
+    "finish_run",
+    "load_input",
+    "prepare_run",
+    "run_to_dict",
+]
+
+#: Image formats the plot can be written in (matplotlib's raster and vector backends).
+PLOT_FORMATS = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """Declare the options every ``run`` protocol takes."""
-    parser.add_argument("--input", required=True, help="CSV (with header) or Parquet file")
-    parser.add_argument("--column", required=True, help="column holding each user's value")
-    parser.add_argument("--epsilon", required=True, type=number)
-    parser.add_argument("--delta", required=True, type=number)
-    parser.add_argument("--domain", default=None, help="comma-separated values, in bin order")
-    parser.add_argument(
-        "--seed", type=integer, default=None, help="reproducible run (seeded shuffle)"
+    data = parser.add_argument_group("input data")
+    data.add_argument(
+        "--input",
+        required=True,
+        help="CSV with a header row (plain or gzip-compressed) or Parquet file",
     )
-    parser.add_argument("--path", choices=("message", "count"), default="message")
-    parser.add_argument(
+    data.add_argument("--column", required=True, help="column holding each user's value")
+    data.add_argument(
+        "--user-column",
+        default=None,
+        help="column identifying the user: each user then contributes exactly one value "
+        "(without it every row is taken to be a different user)",
+    )
+    data.add_argument(
+        "--per-user",
+        choices=("error", "first", "sample"),
+        default="error",
+        help="with --user-column, what to do with a user who has several rows: stop with an "
+        "error (default), keep the first row, or keep one row chosen uniformly at random",
+    )
+    data.add_argument(
+        "--delimiter",
+        default=None,
+        help="CSV field separator, e.g. ';' or '\\t' (default: sniffed from the header "
+        "when unambiguous, else ',')",
+    )
+    data.add_argument("--encoding", default="utf-8", help="text encoding (default: utf-8)")
+    data.add_argument(
+        "--na-values",
+        default=None,
+        help="comma-separated cell texts that mean 'missing' (default: empty cell, "
+        f"{', '.join(v for v in DEFAULT_NA_VALUES if v)}); a text that is also a domain "
+        "label counts as that label",
+    )
+    data.add_argument(
+        "--drop-missing",
+        action="store_true",
+        help="drop rows whose value is missing (default: stop with an error)",
+    )
+
+    domain = parser.add_argument_group("public domain (one of these is required)")
+    source = domain.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--domain", default=None, help="comma-separated labels, in bin order (spaces trimmed)"
+    )
+    source.add_argument(
+        "--domain-file",
+        default=None,
+        help="file with one label per line, kept exactly (labels may contain commas)",
+    )
+    source.add_argument(
+        "--domain-name",
+        default=None,
+        help=f"a built-in domain: {', '.join(builtin_domain_names())}, or range:LO-HI",
+    )
+    source.add_argument(
+        "--unsafe-domain-from-data",
+        action="store_true",
+        help="derive the labels from the data itself; the release then shows every distinct "
+        "value, which the privacy guarantee does NOT cover",
+    )
+    domain.add_argument(
+        "--other",
+        default=None,
+        metavar="LABEL",
+        help="map values outside the domain to this bin (default: they are an error)",
+    )
+
+    privacy = parser.add_argument_group("privacy target")
+    privacy.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
+    privacy.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
+
+    execution = parser.add_argument_group("execution and output")
+    execution.add_argument(
+        "--seed",
+        type=integer,
+        default=None,
+        help="reproducible run with a seeded (not cryptographic) shuffle; for tests only",
+    )
+    execution.add_argument(
+        "--path",
+        choices=("message", "count"),
+        default="message",
+        help="message: real messages and a real shuffle (default); count: draw the "
+        "analyzer's counts directly (same distribution, faster)",
+    )
+    execution.add_argument(
         "--output", default=None, help="write the JSON result here (default: stdout)"
     )
-    parser.add_argument("--plot", default=None, help="write a bar chart with error bars (PNG)")
+    execution.add_argument(
+        "--plot",
+        default=None,
+        help=f"write a bar chart with 95%% error bars ({', '.join(PLOT_FORMATS[:3])}, ...)",
+    )
+    execution.add_argument(
+        "--quiet", action="store_true", help="print no summary on stderr (errors still are)"
+    )
 
 
-def prepare_run(args: argparse.Namespace) -> tuple[Path | None, Path | None]:
-    """Check the options every ``run`` shares; return the output and plot paths."""
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return a.samefile(b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def _check_plot_path(plot: Path) -> None:
+    suffix = plot.suffix.lower()
+    if not suffix:
+        raise InvalidParameterError(
+            f"--plot: {str(plot)!r} has no extension; name the format, e.g. {plot.name}.png"
+        )
+    if suffix not in PLOT_FORMATS:
+        raise InvalidParameterError(
+            f"--plot: unsupported image format {suffix!r}; use one of {', '.join(PLOT_FORMATS)}"
+        )
+
+
+def prepare_run(args: argparse.Namespace) -> tuple[float, float, Path | None, Path | None]:
+    """Check the options every ``run`` shares; return ε, δ and the output and plot paths.
+
+    Nothing is read or written here, so a bad option stops the run before any work.
+    """
+    epsilon = checked(check_epsilon, args.epsilon, "--epsilon")
+    delta = checked(check_delta, args.delta, "--delta")
     if args.seed is not None:
         checked(check_int, args.seed, "--seed")
     output = writable(args.output, "--output")
     plot = writable(args.plot, "--plot")
+    source = Path(args.input)
+    named = [("--output", output), ("--plot", plot)]
+    for flag, path in named:
+        if path is not None and _same_file(path, source):
+            raise InvalidParameterError(
+                f"{flag} {str(path)!r} is the input file; refusing to overwrite it"
+            )
+    if output is not None and plot is not None and _same_file(output, plot):
+        raise InvalidParameterError(f"--output and --plot are the same file {str(output)!r}")
     if plot is not None:
+        _check_plot_path(plot)
         from shuffledp.plotting import require_matplotlib
 
         require_matplotlib()
-    return output, plot
+    if args.other is not None and args.unsafe_domain_from_data:
+        raise InvalidParameterError(
+            "--other needs a declared domain: with --unsafe-domain-from-data no value is outside it"
+        )
+    if args.per_user != "error" and args.user_column is None:
+        raise InvalidParameterError(f"--per-user {args.per_user} needs --user-column")
+    return epsilon, delta, output, plot
 
 
-def load_encoded(args: argparse.Namespace) -> EncodedColumn:
-    """Read the input column and encode it over the domain."""
-    domain = parse_domain(args.domain) if args.domain is not None else None
-    values = read_column(args.input, args.column)
-    return encode_values(values, domain)
+@dataclass
+class RunInput:
+    """The loaded data with what the release must say about them.
+
+    Attributes:
+        loaded: Encoded users and what loading adjusted.
+        assumptions: Statements the guarantee relies on (for ``privacy.assumptions``).
+        not_covered: What the release shows outside the guarantee.
+        release_notes: The rules that adjusted the data, stated without any
+            data-dependent count (they go into the JSON release).
+        operator_notes: The same with counts (stderr only: counts of dropped or
+            remapped rows are statistics of the private data).
+    """
+
+    loaded: LoadedValues
+    assumptions: list[str] = field(default_factory=list)
+    not_covered: list[str] = field(default_factory=list)
+    release_notes: list[str] = field(default_factory=list)
+    operator_notes: list[str] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        """Number of users."""
+        return len(self.loaded.indices)
+
+    @property
+    def context(self) -> ReleaseContext:
+        """What the release must state about these data."""
+        return ReleaseContext(
+            domain_source=self.loaded.domain_source,
+            assumptions=tuple(self.assumptions),
+            not_covered=tuple(self.not_covered),
+            release_notes=tuple(self.release_notes),
+        )
+
+
+@dataclass(frozen=True)
+class ReleaseContext:
+    """What a release states about where its data and domain came from.
+
+    Attributes:
+        domain_source: ``declared``, ``file``, ``builtin:NAME``, ``inferred-from-data``
+            or ``synthetic``.
+        assumptions: Statements the guarantee relies on.
+        not_covered: What the release shows outside the guarantee.
+        release_notes: Data-independent statements of the rules that adjusted the data.
+    """
+
+    domain_source: str
+    assumptions: tuple[str, ...] = ()
+    not_covered: tuple[str, ...] = ()
+    release_notes: tuple[str, ...] = ()
+
+
+def _declared_domain(args: argparse.Namespace) -> tuple[list[str] | None, str]:
+    if args.domain is not None:
+        return parse_domain(args.domain), "declared"
+    if args.domain_file is not None:
+        return read_domain_file(args.domain_file, encoding=args.encoding), "file"
+    if args.domain_name is not None:
+        return builtin_domain(args.domain_name), f"builtin:{args.domain_name}"
+    return None, "inferred-from-data"
+
+
+def load_input(args: argparse.Namespace) -> RunInput:
+    """Read and encode the input column over the public domain."""
+    domain, domain_source = _declared_domain(args)
+    na_values = DEFAULT_NA_VALUES if args.na_values is None else ("", *args.na_values.split(","))
+    delimiter = args.delimiter
+    if delimiter is not None:
+        delimiter = {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter)
+    loaded = load_values(
+        args.input,
+        args.column,
+        domain=domain,
+        domain_source=domain_source,
+        infer_domain=args.unsafe_domain_from_data,
+        other=args.other,
+        user_column=args.user_column,
+        per_user=args.per_user,
+        delimiter=delimiter,
+        encoding=args.encoding,
+        na_values=na_values,
+        drop_missing=args.drop_missing,
+        seed=args.seed,
+    )
+    result = RunInput(loaded=loaded, operator_notes=list(loaded.notes))
+    if args.other is not None:
+        result.release_notes.append(
+            f"values outside the declared domain were counted in the bin {args.other!r} (--other)"
+        )
+    if args.drop_missing:
+        result.release_notes.append(
+            "rows with a missing value were dropped (--drop-missing); their number is not released"
+        )
+    if args.user_column is not None and args.per_user != "error":
+        rule = "the first row" if args.per_user == "first" else "one row chosen at random"
+        result.release_notes.append(f"a user with several rows contributed {rule} (--per-user)")
+    if args.user_column is None:
+        result.assumptions.append(
+            "each row of the input is a different user (no --user-column given): a user "
+            "with several rows would count several times and is not protected as one user"
+        )
+    else:
+        result.assumptions.append(
+            f"each user (column {args.user_column!r}) contributes exactly one value "
+            f"(--per-user {args.per_user})"
+        )
+    result.assumptions.append(
+        "the shuffler is trusted to hide who sent each message and in which order"
+    )
+    if loaded.domain_source == "inferred-from-data":
+        result.not_covered.append(
+            "the domain: its labels were derived from the private data "
+            "(--unsafe-domain-from-data) and are released as they are; a label held by one "
+            "user reveals that user's value"
+        )
+    if loaded.missing_dropped:
+        result.not_covered.append(
+            f"which users have no value: rows with a missing value in column {args.column!r} "
+            "were dropped before the run (--drop-missing), so n counts only users with a value"
+        )
+    return result
 
 
 def run_to_dict(
     run: ProtocolRun,
+    context: ReleaseContext,
     *,
     target_delta: float,
     calibration: str,
     parameters: dict[str, Any],
+    notes: tuple[str, ...] = (),
     expected_messages_per_user: float | None = None,
     local_epsilon: float | None = None,
 ) -> dict[str, Any]:
     """Return the JSON result of a run."""
-    privacy = run.privacy.to_dict()
+    report: PrivacyReport = run.privacy.with_context(
+        assumptions=context.assumptions, not_covered=context.not_covered
+    )
+    privacy = report.to_dict()
     privacy["target_delta"] = target_delta
     privacy["calibration"] = calibration
+    privacy["domain_covered"] = context.domain_source != "inferred-from-data"
     if local_epsilon is not None:
         privacy["local_epsilon"] = local_epsilon
     out = {
@@ -75,28 +347,50 @@ def run_to_dict(
         "shuffledp_version": __version__,
         "n": run.estimate.n,
         "domain": list(run.estimate.domain),
+        "domain_source": context.domain_source,
         "path": run.path,
         "estimate": run.estimate.to_dict(),
         "privacy": privacy,
         "parameters": parameters,
         "messages": run.messages,
         "messages_per_user": run.messages_per_user,
+        "notes": [*context.release_notes, *notes],
     }
     if expected_messages_per_user is not None:
         out["expected_messages_per_user"] = expected_messages_per_user
     return out
 
 
+def _summary(result: dict[str, Any], data: RunInput, destination: str) -> list[str]:
+    privacy = result["privacy"]
+    lines = [
+        f"shuffledp run {result['protocol']}: {result['n']} users, {len(result['domain'])} bins "
+        f"(domain: {result['domain_source']}), ({privacy['epsilon']:g}, "
+        f"{privacy['delta']:.3g})-DP certified [{privacy['method']}]; result: {destination}"
+    ]
+    if data.loaded.user_column is None:
+        lines.append("assumed one row per user (give --user-column to enforce one value per user)")
+    calibration_notes = [note for note in result["notes"] if note not in data.release_notes]
+    lines += [f"note: {note}" for note in (*data.operator_notes, *calibration_notes)]
+    lines += [f"warning: not covered by the guarantee: {item}" for item in privacy["not_covered"]]
+    return lines
+
+
 def finish_run(
     result: dict[str, Any],
     run: ProtocolRun,
+    data: RunInput,
     args: argparse.Namespace,
     output: Path | None,
     plot: Path | None,
     title: str,
 ) -> int:
     """Plot (if asked), then write the JSON result; nothing is written before both succeed."""
-    result["input"] = {"file": str(args.input), "column": args.column}
+    result["input"] = {
+        "file": str(args.input),
+        "column": args.column,
+        "user_column": args.user_column,
+    }
     if plot is not None:
         from shuffledp.plotting import plot_histogram_estimate
 
@@ -104,6 +398,13 @@ def finish_run(
     text = json.dumps(result, indent=2) + "\n"
     if output is None:
         sys.stdout.write(text)
+        destination = "stdout"
     else:
         write_atomically(output, text)
+        destination = str(output)
+    if plot is not None:
+        destination += f", plot {plot}"
+    if not args.quiet:
+        for line in _summary(result, data, destination):
+            print(line, file=sys.stderr)
     return 0
