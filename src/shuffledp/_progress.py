@@ -2,26 +2,32 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
-__all__ = ["progress", "progress_bar"]
+__all__ = ["progress", "progress_bar", "working"]
 
 T = TypeVar("T")
 
 
-def progress(iterable: Iterable[T], *, total: int | None = None, desc: str = "") -> Iterator[T]:
+def progress(
+    iterable: Iterable[T], *, total: int | None = None, desc: str = "", delay: float = 0.0
+) -> Iterator[T]:
     """Wrap ``iterable`` in a progress bar shown only when stderr is a terminal.
 
     Args:
         iterable: What to iterate over.
         total: Number of items, when ``iterable`` has no length.
         desc: Label shown before the bar.
+        delay: Seconds before the bar appears (none for quick loops).
     """
     # disable=None lets tqdm switch itself off when stderr is not a TTY.
-    yield from tqdm(iterable, total=total, desc=desc, disable=None, leave=False)
+    yield from tqdm(iterable, total=total, desc=desc, disable=None, leave=False, delay=delay)
 
 
 def progress_bar(
@@ -47,3 +53,33 @@ def progress_bar(
         disable=None if enabled else True,
         leave=False,
     )
+
+
+@contextlib.contextmanager
+def working(desc: str, *, after: float = 1.0) -> Iterator[None]:
+    """Show an elapsed-time indicator on a terminal while the block runs longer than ``after`` s.
+
+    For computations without a known number of steps (an exact sum, a
+    calibration): a line such as ``calibrating epsilon0: 3.2s`` that refreshes
+    until the block ends, then disappears. Nothing is shown off a terminal or
+    for blocks that finish within ``after`` seconds.
+    """
+    if not sys.stderr.isatty():
+        yield
+        return
+    done = threading.Event()
+
+    def show() -> None:
+        if done.wait(after):
+            return
+        with tqdm(total=None, desc=desc, bar_format="{desc}: {elapsed}", leave=False) as bar:
+            while not done.wait(0.25):
+                bar.refresh()
+
+    thread = threading.Thread(target=show, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()

@@ -16,8 +16,8 @@ m = 1e8, p = 0.2, too coarse for the rounding allowance in
 
 from __future__ import annotations
 
-import functools
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +28,7 @@ __all__ = [
     "Window",
     "binomial_pmf",
     "binomial_window",
+    "binomial_windows",
     "convolve",
     "plus_bernoulli",
     "reflected",
@@ -151,7 +152,6 @@ class Window:
         return self.lo + len(self.pmf) - 1
 
 
-@functools.lru_cache(maxsize=1024)
 def binomial_window(
     m: int, p: float, tail: float = DEFAULT_TAIL, complement: float | None = None
 ) -> Window:
@@ -179,25 +179,89 @@ def binomial_window(
         tail: Bound on the mass left out on each side.
         complement: 1 − p, computed directly by the caller (optional).
     """
-    m = int(m)
+    key = (int(m), float(p), float(tail), None if complement is None else float(complement))
+    cached = _WINDOWS.get(key)
+    if cached is None:
+        cached = binomial_windows([int(m)], p, tail, complement)[0]
+    return cached
+
+
+class _WindowCache:
+    """A bounded cache of windows, least recently used out first (read-only pmfs)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: OrderedDict[tuple[int, float, float, float | None], Window] = OrderedDict()
+
+    def get(self, key: tuple[int, float, float, float | None]) -> Window | None:
+        window = self.items.get(key)
+        if window is not None:
+            self.items.move_to_end(key)
+        return window
+
+    def put(self, key: tuple[int, float, float, float | None], window: Window) -> None:
+        self.items[key] = window
+        self.items.move_to_end(key)
+        while len(self.items) > self.size:
+            self.items.popitem(last=False)
+
+    def cache_clear(self) -> None:
+        """Forget every window (benchmarks time cold starts)."""
+        self.items.clear()
+
+
+_WINDOWS = _WindowCache(1024)
+binomial_window.cache_clear = _WINDOWS.cache_clear  # type: ignore[attr-defined]
+
+
+def binomial_windows(
+    ms: list[int], p: float, tail: float = DEFAULT_TAIL, complement: float | None = None
+) -> list[Window]:
+    """:func:`binomial_window` for several numbers of trials, their pmfs in one evaluation.
+
+    Windows already cached are reused; the others are computed together (one
+    vectorized pass of Loader's formula) and cached.
+    """
     p = float(p)
     q = 1.0 - p if complement is None else float(complement)
-    if m == 0 or p == 0.0 or q == 0.0:
-        point = np.ones(1)
-        point.setflags(write=False)
-        return Window(m if q == 0.0 else 0, point, 0.0)
-    mean = m * p
-    var = m * p * q
-    log_inv_tail = math.log(1.0 / tail)
-    half = log_inv_tail / 3.0 + math.sqrt((log_inv_tail / 3.0) ** 2 + 2.0 * var * log_inv_tail)
-    lo = max(0, math.floor(mean - half))
-    hi = min(m, math.ceil(mean + half))
-    pmf = binomial_pmf(np.arange(lo, hi + 1, dtype=np.float64), m, p, complement)
-    dropped = (tail if lo > 0 else 0.0) + (tail if hi < m else 0.0)
-    spread = max(abs(lo - mean), abs(hi - mean))
-    rel_error = _LOADER_RELATIVE_ERROR + 8.0 * _UNIT_ROUNDOFF * spread
-    pmf.setflags(write=False)  # cached: shared between callers
-    return Window(lo, pmf, dropped, rel_error)
+    comp = None if complement is None else float(complement)
+    keys = [(int(m), p, float(tail), comp) for m in ms]
+    missing = [key for key in dict.fromkeys(keys) if _WINDOWS.get(key) is None]
+    plans = []
+    for key in missing:
+        m = key[0]
+        if m == 0 or p == 0.0 or q == 0.0:
+            point = np.ones(1)
+            point.setflags(write=False)
+            _WINDOWS.put(key, Window(m if q == 0.0 else 0, point, 0.0))
+            continue
+        mean = m * p
+        var = m * p * q
+        log_inv_tail = math.log(1.0 / tail)
+        half = log_inv_tail / 3.0 + math.sqrt((log_inv_tail / 3.0) ** 2 + 2.0 * var * log_inv_tail)
+        lo = max(0, math.floor(mean - half))
+        hi = min(m, math.ceil(mean + half))
+        dropped = (tail if lo > 0 else 0.0) + (tail if hi < m else 0.0)
+        spread = max(abs(lo - mean), abs(hi - mean))
+        rel_error = _LOADER_RELATIVE_ERROR + 8.0 * _UNIT_ROUNDOFF * spread
+        plans.append((key, lo, hi, dropped, rel_error))
+    if plans:
+        sizes = [hi - lo + 1 for _, lo, hi, _, _ in plans]
+        x = np.concatenate([np.arange(lo, hi + 1, dtype=np.float64) for _, lo, hi, _, _ in plans])
+        trials = np.repeat(np.array([key[0] for key, *_ in plans], dtype=np.float64), sizes)
+        pmf_all = binomial_pmf(x, trials, p, complement)
+        offset = 0
+        for (key, lo, _hi, dropped, rel_error), size in zip(plans, sizes, strict=True):
+            pmf = pmf_all[offset : offset + size].copy()
+            pmf.setflags(write=False)  # cached: shared between callers
+            _WINDOWS.put(key, Window(lo, pmf, dropped, rel_error))
+            offset += size
+    out = []
+    for key in keys:
+        window = _WINDOWS.get(key)
+        assert window is not None
+        out.append(window)
+    return out
 
 
 def reflected(window: Window, m: int) -> Window:

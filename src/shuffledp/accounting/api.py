@@ -15,7 +15,7 @@ reproductions are never certified, and only certified numbers calibrate.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +100,11 @@ class CalibrationResult:
         return {"parameter": self.parameter, "value": self.value, **self.result.to_dict()}
 
 
+#: Curves a search for ε builds at most, each where the previous one crossed the target.
+_CURVE_REBUILDS = 6
+#: A curve built within this relative distance of where it crosses the target is kept.
+_CURVE_AGREEMENT = 0.02
+
 #: Largest local ε₀ the calibration searches.
 _EPSILON0_MAX = 20.0
 
@@ -155,8 +160,11 @@ def _result(
     )
 
 
-def _delta_for(method: Method, mech: Mechanism, epsilon: float) -> AccountingResult:
-    value = method.evaluate(epsilon, mech)
+def _delta_for(
+    method: Method, mech: Mechanism, epsilon: float, target: float | None = None
+) -> AccountingResult:
+    # With the target a calibration compared against, report the very value it passed.
+    value = method.evaluate(epsilon, mech, target=target)
     if math.isnan(value.value):
         return _result(method, mech, epsilon, None, False, value.reason)
     return _result(method, mech, epsilon, value.value, value.certified, value.reason)
@@ -186,6 +194,7 @@ def _solve_epsilon(
     *,
     round_down: bool,
     start: float = 1.0,
+    precision: float = 1e-5,
 ) -> float:
     """Return the ε where a non-increasing δ(ε) crosses ``target``, on the safe side.
 
@@ -193,7 +202,7 @@ def _solve_epsilon(
     crossing inside (0, eps_max] by growing or halving from ``start`` (clamped
     to eps_max), refines with Brent's method on ln δ (δ = 0 counts as far below
     any target, so targets down to the smallest double work), then bisects to
-    a relative 1e-6 and returns a point whose δ was evaluated: at most the
+    a relative ``precision`` and returns a point whose δ was evaluated: at most the
     target (``round_down=False``, for upper bounds on δ; never above eps_max)
     or above it (``round_down=True``, for lower bounds).
     """
@@ -233,18 +242,18 @@ def _solve_epsilon(
         return (math.log(value) if value > 0.0 else -800.0) - log_target
 
     try:
-        root = brentq(gap, lo, hi, xtol=1e-14, rtol=1e-10, maxiter=100)
+        root = brentq(gap, lo, hi, xtol=1e-14, rtol=precision / 5.0, maxiter=100)
     except (ValueError, RuntimeError):  # pragma: no cover - the bisection below still works
         root = math.sqrt(lo * hi)
-    for candidate in (root * (1.0 + 1e-7), root * (1.0 + 1e-5)):
+    for candidate in (root * (1.0 + 0.4 * precision), root * (1.0 + 10.0 * precision)):
         if lo < candidate < hi and passes(candidate):
             hi = candidate
             break
-    for candidate in (root * (1.0 - 1e-7), root * (1.0 - 1e-5)):
+    for candidate in (root * (1.0 - 0.4 * precision), root * (1.0 - 10.0 * precision)):
         if lo < candidate < hi and not passes(candidate):
             lo = candidate
             break
-    while hi / lo > 1.0 + 1e-6:
+    while hi / lo > 1.0 + precision:
         mid = math.sqrt(lo * hi)
         if passes(mid):
             hi = mid
@@ -272,21 +281,51 @@ def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingRe
             False,
             f"no epsilon up to {eps_max:g} reaches delta={target:g}",
         )
-    start = 1.0
+    start: float | None = None
     if method.hint is not None:
-        # A cheap bound just below this one brackets the crossing tightly; any
-        # number it produced will do as a starting point.
+        # A cheap bound near this one brackets the crossing tightly; any number
+        # it produced will do as a starting point.
         hinted = _epsilon_for(METHODS[method.hint], mech, target)
-        if hinted.epsilon is not None and hinted.bound is not BoundKind.REPRODUCTION:
-            start = hinted.epsilon
+        start = hinted.epsilon
+    deciding = lambda e: method.evaluate(e, mech, target=target).value  # noqa: E731
+    if start is None:
+        start = 1.0
+        if method.curve_fn is not None and method.bound is BoundKind.UPPER:
+            # No hint: a coarse search (refinement stops once each comparison
+            # is decided) tells where to build the curve.
+            start = _solve_epsilon(
+                deciding, target, eps_max, round_down=False, start=start, precision=0.05
+            )
+    if method.curve_fn is not None and method.bound is BoundKind.UPPER:
+        # Build the sum's blocks once near the answer and read ε off that curve
+        # (certified at every ε); rebuild where it crossed until the two agree.
+        e0 = mech.epsilon0
+        found: float | None = None
+        for _ in range(_CURVE_REBUILDS):
+            curve = method.curve_fn(start, mech)
+
+            def on_curve(e: float, curve: Callable[[float], float] = curve) -> float:
+                return 0.0 if e0 is not None and e >= e0 else curve(e)
+
+            if on_curve(eps_max) > target:
+                break
+            rough = _solve_epsilon(
+                on_curve, target, eps_max, round_down=False, start=start, precision=1e-3
+            )
+            if abs(rough / start - 1.0) <= _CURVE_AGREEMENT:
+                found = _solve_epsilon(on_curve, target, eps_max, round_down=False, start=rough)
+                break
+            start = rough
+        if found is not None:
+            return _result(method, mech, found, target, True, "")
     eps = _solve_epsilon(
-        lambda e: method.evaluate(e, mech).value,
+        deciding,
         target,
         eps_max,
         round_down=method.bound is BoundKind.LOWER,
         start=start,
     )
-    value = method.evaluate(eps, mech)
+    value = method.evaluate(eps, mech, target=target)
     return _result(method, mech, eps, target, value.certified, value.reason)
 
 
@@ -308,16 +347,21 @@ def compare(
     delta: float | None = None,
     n: int,
     mechanism: str = "generic",
+    each: Callable[[list[Method]], Iterable[Method]] | None = None,
     **params: Any,
 ) -> list[AccountingResult]:
-    """Return one row per applicable method: δ at ``epsilon`` or ε at ``delta``."""
+    """Return one row per applicable method: δ at ``epsilon`` or ε at ``delta``.
+
+    ``each`` wraps the list of methods as they are evaluated (e.g. a progress bar).
+    """
     if (epsilon is None) == (delta is None):
         raise InvalidParameterError("give exactly one of epsilon or delta")
     mech = Mechanism(kind=mechanism, n=n, **params)
     eps = None if epsilon is None else check_epsilon(epsilon)
     target = None if delta is None else check_delta(delta)
     rows = []
-    for method in methods_for(mech.kind):
+    methods = methods_for(mech.kind)
+    for method in methods if each is None else each(methods):
         # A method outside its own range gives a row saying so, never an error
         # for every row (Method.evaluate already turns its errors into NaN).
         try:
@@ -397,7 +441,7 @@ def calibrate(
     def certified_delta(mech: Mechanism) -> float:
         # Only upper bounds inside their range pass (Method.evaluate turns a
         # method's range errors into NaN, which never passes).
-        value = chosen.evaluate(epsilon, mech)
+        value = chosen.evaluate(epsilon, mech, target=target)
         return value.value if value.certified and not math.isnan(value.value) else math.inf
 
     if kind in ("generic", "krr"):
@@ -406,7 +450,9 @@ def calibrate(
             return certified_delta(Mechanism(kind=kind, n=n, epsilon0=e0, **params)) <= target
 
         try:
-            value = largest_passing(passes_eps0, 1e-6, _EPSILON0_MAX)
+            # ε₀ to a relative 1e-5: finer changes nothing a user could measure,
+            # and each step near the threshold needs the sum refined in full.
+            value = largest_passing(passes_eps0, 1e-6, _EPSILON0_MAX, tolerance=1e-5)
         except InvalidParameterError:
             raise
         except ValueError:
@@ -414,7 +460,7 @@ def calibrate(
                 f"{name} certifies no epsilon0 > 0 for ({epsilon:g}, {target:g}) at n={n}"
             ) from None
         final = Mechanism(kind=kind, n=n, epsilon0=value, **params)
-        return CalibrationResult("epsilon0", value, _delta_for(chosen, final, epsilon))
+        return CalibrationResult("epsilon0", value, _delta_for(chosen, final, epsilon, target))
     if kind == "flip":
         if "fake_users" not in params:
             raise InvalidParameterError("calibrating FLIP needs fake_users (k)")
@@ -422,7 +468,7 @@ def calibrate(
         extra = {key: v for key, v in params.items() if key != "fake_users"}
         q = calibrate_flip_q(epsilon, target, n, fake)
         final = Mechanism(kind="flip", n=n, q=q, fake_users=fake, **extra)
-        return CalibrationResult("q", q, _delta_for(chosen, final, epsilon))
+        return CalibrationResult("q", q, _delta_for(chosen, final, epsilon, target))
     parameter = parameter or "report_probability"
     if parameter == "report_probability":
 
@@ -431,7 +477,8 @@ def calibrate(
             return certified_delta(mech) <= target
 
         try:
-            lam = largest_passing(passes_lambda, 1e-9, 1.0)
+            # λ to a relative 1e-4: each step near the threshold needs the full sum.
+            lam = largest_passing(passes_lambda, 1e-9, 1.0, tolerance=1e-4)
         except InvalidParameterError:
             raise
         except ValueError:
@@ -439,7 +486,9 @@ def calibrate(
                 "no report probability meets the target with these blanket messages"
             ) from None
         final = Mechanism(kind="poisson", n=n, **{**params, "report_probability": lam})
-        return CalibrationResult("report_probability", lam, _delta_for(chosen, final, epsilon))
+        return CalibrationResult(
+            "report_probability", lam, _delta_for(chosen, final, epsilon, target)
+        )
     if parameter == "blanket_messages":
 
         def passes_count(count: int) -> bool:
@@ -465,7 +514,7 @@ def calibrate(
             count = hi
         final = Mechanism(kind="poisson", n=n, **{**params, "blanket_messages": count})
         return CalibrationResult(
-            "blanket_messages", float(count), _delta_for(chosen, final, epsilon)
+            "blanket_messages", float(count), _delta_for(chosen, final, epsilon, target)
         )
     raise InvalidParameterError(
         f"parameter must be report_probability or blanket_messages, got {parameter!r}"

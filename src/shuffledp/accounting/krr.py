@@ -61,8 +61,8 @@ certificates' allowances assume.
 
 from __future__ import annotations
 
-import itertools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -76,6 +76,7 @@ from shuffledp.accounting._binomial import (
 )
 from shuffledp.accounting.hockey_stick import certified_hockey_stick
 from shuffledp.accounting.iid_blanket import IidBlanket, iid_blanket_delta
+from shuffledp.accounting.mixture import mixture_curve, mixture_delta
 from shuffledp.accounting.two_counts import Rounding, TwoCountPair, two_count_delta
 
 __all__ = [
@@ -83,6 +84,7 @@ __all__ = [
     "LOG_RANGE",
     "krr_binary_split_delta",
     "krr_delta",
+    "krr_delta_curve",
     "krr_delta_for_dataset",
     "krr_delta_homogeneous",
     "krr_delta_lower_bound",
@@ -154,14 +156,6 @@ def krr_delta_two_count_marginal(
     return two_count_delta(krr_two_count_pair(epsilon0, k, n), epsilon, rounding=rounding)
 
 
-_BLOCKS = 32
-#: Windows of B at most this wide are summed value by value.
-_EXACT_UP_TO = 400
-#: Split blocks until none spans more than this fraction of the bound (or the budget ends).
-_REFINE_TOLERANCE = 0.002
-_REFINE_BUDGET = 200
-
-
 def krr_delta(
     epsilon: float,
     epsilon0: float,
@@ -170,6 +164,7 @@ def krr_delta(
     *,
     rounding: Rounding = "up",
     tail: float = DEFAULT_TAIL,
+    target: float | None = None,
 ) -> float:
     """Return a δ(ε) that holds for every dataset (the blanket bound of the module docstring).
 
@@ -193,65 +188,60 @@ def krr_delta(
         k: Domain size, ≥ 2.
         n: Number of users.
         rounding: ``"up"`` (certified upper bound). ``"down"`` charges each block
-            at its largest B and rounds the pairs down: a lower bound on this
-            bound, used to measure how much the blocking costs.
+            of B at its largest B and rounds the pairs down: a lower bound on
+            this bound, used to measure how much the blocking costs.
         tail: Mass left out of each binomial window, which sets the smallest δ
             resolved; smaller values cost wider sums.
+        target: The δ the caller will compare the answer with: the sum stops
+            refining once the comparison is decided (the answer is still an
+            upper bound; see :func:`shuffledp.accounting.mixture.mixture_delta`).
     """
     epsilon = check_epsilon(epsilon)
     if epsilon >= check_epsilon(epsilon0, "epsilon0"):
         return 0.0
+    window, pair_at = _blanket_mixture(epsilon0, k, n, tail)
+    return mixture_delta(window, pair_at, epsilon, rounding=rounding, tail=tail, target=target)
+
+
+def krr_delta_curve(
+    epsilon: float, epsilon0: float, k: int, n: int, *, tail: float = DEFAULT_TAIL
+) -> Callable[[float], float]:
+    """Return :func:`krr_delta`'s blocks refined at ``epsilon`` as a certified δ(·) curve.
+
+    Valid (an upper bound for every dataset) at every ε, tight near ``epsilon``:
+    what a search for ε(δ) evaluates many times. 0 at ε ≥ ε₀.
+    """
+    epsilon = check_epsilon(epsilon)
+    e0 = check_epsilon(epsilon0, "epsilon0")
+    window, pair_at = _blanket_mixture(e0, k, n, tail)
+    curve = mixture_curve(window, pair_at, min(epsilon, e0), tail=tail)
+    return lambda e: 0.0 if e >= e0 else curve(e)
+
+
+def _blanket_mixture(
+    epsilon0: float, k: int, n: int, tail: float
+) -> tuple[Window, Callable[[int, int, str, float], tuple[TwoCountPair, float]]]:
+    """B's window and the virtual pairs of a block of B (the module docstring's mixture)."""
     a, b = _accounted(epsilon0, k)
     n = check_int(n, "n", minimum=1)
     # B ~ Bin(n − 1, kb); 1 − kb = (1 − e^{−ε₀})·a computed directly.
     window = binomial_window(n - 1, min(1.0, k * b), tail, -math.expm1(-epsilon0) * a)
-    lo, hi = window.lo, window.hi
     rate, rate_complement = min(1.0, 2.0 / k), max(0.0, (k - 2) / k)
-    cache: dict[int, float] = {}
 
-    def pair_delta(blanket: int) -> float:
-        if blanket not in cache:
-            pair = TwoCountPair(
-                blanket=blanket,
-                rate=rate,
-                w1=a,
-                w2=b,
-                w0=(k - 2) * b,
-                rate_complement=rate_complement,
-            )
-            cache[blanket] = two_count_delta(pair, epsilon, rounding=rounding, tail=tail)
-        return cache[blanket]
-
-    cumulative = np.concatenate([[0.0], np.cumsum(window.pmf)])
-    if len(window.pmf) <= _EXACT_UP_TO:
-        total = float(sum(window.pmf[i] * pair_delta(lo + i) for i in range(len(window.pmf))))
-    else:
-        # Blocks of about equal probability, then split where the block's two ends
-        # disagree: H_ε(pair_B) decreases in B, so a block [i, j) lies between
-        # mass·δ(j − 1) and mass·δ(i); it is charged at the safe end.
-        cuts = np.searchsorted(cumulative[1:], np.linspace(0, cumulative[-1], _BLOCKS + 1)[1:-1])
-        edges = sorted(set(np.concatenate([[0], cuts, [len(window.pmf)]]).tolist()))
-        blocks = [(int(i), int(j)) for i, j in itertools.pairwise(edges) if j > i]
-        for _ in range(_REFINE_BUDGET):
-            spans = [
-                (cumulative[j] - cumulative[i]) * (pair_delta(lo + i) - pair_delta(lo + j - 1))
-                for i, j in blocks
-            ]
-            upper = sum((cumulative[j] - cumulative[i]) * pair_delta(lo + i) for i, j in blocks)
-            worst = int(np.argmax(spans))
-            i, j = blocks[worst]
-            if spans[worst] <= _REFINE_TOLERANCE * upper or j - i <= 1:
-                break
-            mid = (i + j) // 2
-            blocks[worst : worst + 1] = [(i, mid), (mid, j)]
-        total = sum(
-            (cumulative[j] - cumulative[i]) * pair_delta(lo + (i if rounding == "up" else j - 1))
-            for i, j in blocks
+    def pair_at(first: int, last: int, side: str, probability: float) -> tuple[TwoCountPair, float]:
+        # δ(pair_B) does not increase with B: the fewest blanket reports bound a
+        # block from above, one more than the most from below (the next block's top).
+        pair = TwoCountPair(
+            blanket=first if side == "upper" else last + 1,
+            rate=rate,
+            w1=a,
+            w2=b,
+            w0=(k - 2) * b,
+            rate_complement=rate_complement,
         )
-    mass_error = window.rel_error + (hi - lo + 2) * 2.0**-53
-    if rounding == "up":
-        return min(1.0, total * (1.0 + mass_error) + window.dropped)
-    return max(0.0, total * (1.0 - mass_error))
+        return pair, probability
+
+    return window, pair_at
 
 
 def krr_delta_homogeneous(

@@ -43,10 +43,11 @@ from shuffledp.accounting.krr import (
     LOG_RANGE,
     krr_binary_split_delta,
     krr_delta,
+    krr_delta_curve,
     krr_delta_homogeneous,
     krr_delta_two_count_marginal,
 )
-from shuffledp.accounting.poisson import poisson_delta, poisson_delta_lemma3
+from shuffledp.accounting.poisson import poisson_delta, poisson_delta_curve, poisson_delta_lemma3
 from shuffledp.accounting.two_counts import two_count_delta
 from shuffledp.accounting.variation_ratio import (
     fmt2021_numeric_pair,
@@ -162,8 +163,15 @@ class Method:
         source: Citation.
         delta_fn: δ(ε) for a mechanism, as a :class:`Bound`.
         note: One line on what the number means.
-        hint: A cheaper method whose ε(δ) lies just below this one's (used to
+        hint: A cheaper method whose ε(δ) lies near this one's (used to
             start the search for ε).
+        deciding_fn: δ(ε) given the target the caller compares it with: it may
+            stop refining once the comparison is decided (the value is still a
+            certified bound, only looser away from the target). Searches for ε
+            and calibrations use it; ``None`` when the method has no such mode.
+        curve_fn: A certified δ(·) curve built at one ε (the sum's blocks
+            refined there and kept): a search for ε(δ) builds it once near the
+            answer and reads ε off it. ``None`` when the method has none.
     """
 
     name: str
@@ -173,9 +181,18 @@ class Method:
     delta_fn: Callable[[float, Mechanism], Bound] = field(repr=False)
     note: str = ""
     hint: str | None = None
+    deciding_fn: Callable[[float, Mechanism, float], Bound] | None = field(default=None, repr=False)
+    curve_fn: Callable[[float, Mechanism], Callable[[float], float]] | None = field(
+        default=None, repr=False
+    )
 
-    def evaluate(self, epsilon: float, mechanism: Mechanism) -> Bound:
+    def evaluate(
+        self, epsilon: float, mechanism: Mechanism, *, target: float | None = None
+    ) -> Bound:
         """δ(ε) for ``mechanism``; 0 for an upper or lower bound at ε ≥ ε₀.
+
+        With ``target``, a method that has a deciding mode may return a looser
+        (still certified) value when it is clearly above or below the target.
 
         An ε₀-LDP randomizer is (ε₀, 0)-DP before shuffling, so after it too:
         at ε ≥ ε₀ the true δ is 0 for every dataset, which every upper bound may
@@ -190,6 +207,8 @@ class Method:
             if self.bound in (BoundKind.LOWER, BoundKind.EXACT):
                 return Bound(0.0, True, "epsilon >= epsilon0: delta = 0 for every dataset")
         try:
+            if target is not None and self.deciding_fn is not None:
+                return self.deciding_fn(epsilon, mechanism, target)
             return self.delta_fn(epsilon, mechanism)
         except InvalidParameterError as exc:
             return Bound(math.nan, False, f"outside this method's range: {exc}")
@@ -204,25 +223,47 @@ def _eps0(m: Mechanism) -> float:
     return m.epsilon0
 
 
-def _poisson_item_delta(eps: float, m: Mechanism, fn: Callable[..., float]) -> float:
+def _poisson_item_delta(
+    eps: float, m: Mechanism, fn: Callable[..., float], target: float | None = None
+) -> float:
     # Thm 3 (segmented paper): s items cost (s·ε', s·e^{s·ε'}·δ'); at ε' = ε/s that is s·e^ε·δ'.
     assert m.report_probability is not None and m.domain_size is not None
     assert m.blanket_messages is not None
+    extra: dict[str, float] = {}
+    if target is not None:  # the item's δ that the group bound turns into the target
+        extra["target"] = target if m.items == 1 else target / (m.items * math.exp(min(eps, 700.0)))
     item = fn(
         eps / m.items,
         m.report_probability,
         m.domain_size,
         m.blanket_messages,
         blanket_probability=m.blanket_probability,
+        **extra,
     )
     if m.items == 1:
         return item
     return group_composition(eps / m.items, item, m.items)[1]
 
 
-def _poisson_exact(eps: float, m: Mechanism) -> Bound:
+def _poisson_curve(eps: float, m: Mechanism) -> Callable[[float], float]:
+    assert m.report_probability is not None and m.domain_size is not None
+    assert m.blanket_messages is not None
+    s = m.items
+    item_curve = poisson_delta_curve(
+        eps / s,
+        m.report_probability,
+        m.domain_size,
+        m.blanket_messages,
+        blanket_probability=m.blanket_probability,
+    )
+    if s == 1:
+        return item_curve
+    return lambda e: group_composition(e / s, item_curve(e / s), s)[1]
+
+
+def _poisson_exact(eps: float, m: Mechanism, target: float | None = None) -> Bound:
     try:
-        return _ok(_poisson_item_delta(eps, m, poisson_delta))
+        return _ok(_poisson_item_delta(eps, m, poisson_delta, target))
     except InvalidParameterError as exc:
         return Bound(math.nan, False, f"not computed: {exc}")
 
@@ -358,6 +399,8 @@ METHODS: dict[str, Method] = {
             lambda e, m: _ok(krr_delta(e, _eps0(m), m.k or 2, m.n)),
             "holds for every dataset",
             hint="krr-two-count",
+            deciding_fn=lambda e, m, t: _ok(krr_delta(e, _eps0(m), m.k or 2, m.n, target=t)),
+            curve_fn=lambda e, m: krr_delta_curve(e, _eps0(m), m.k or 2, m.n),
         ),
         Method(
             "krr-homogeneous",
@@ -417,6 +460,9 @@ METHODS: dict[str, Method] = {
             "this package: exact divergence of Lemma 2's reduced view (segmented paper)",
             _poisson_exact,
             "counts absent and other messages; Thm 3 for several items",
+            deciding_fn=_poisson_exact,
+            curve_fn=_poisson_curve,
+            hint="poisson-lemma3",
         ),
         Method(
             "poisson-lemma3",

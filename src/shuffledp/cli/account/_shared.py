@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from shuffledp._progress import progress, working
 from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.accounting import api as accounting_api
 from shuffledp.accounting import methods as accounting_methods
@@ -86,25 +87,32 @@ def print_rows(rows: list[AccountingResult], as_json: bool, header: str) -> None
 def account_rows(
     args: argparse.Namespace, *, epsilon: float | None, delta: float | None
 ) -> list[AccountingResult]:
-    """Evaluate the chosen method (or all) at ε or at δ."""
+    """Evaluate the chosen method (or all) at ε or at δ, with progress on a terminal."""
     n = checked(check_int, args.n, "--n", minimum=1)
     params = mechanism_params(args)
+    question = "delta" if epsilon is not None else "epsilon"
     if args.method == "all":
         return accounting_api.compare(
-            epsilon=epsilon, delta=delta, n=n, mechanism=args.mechanism, **params
+            epsilon=epsilon,
+            delta=delta,
+            n=n,
+            mechanism=args.mechanism,
+            each=lambda methods: progress(methods, desc=f"{question} per method", delay=1.0),
+            **params,
         )
-    if epsilon is not None:
+    with working(f"{question} by {args.method}"):
+        if epsilon is not None:
+            return [
+                accounting_api.delta(
+                    epsilon, n=n, mechanism=args.mechanism, method=args.method, **params
+                )
+            ]
+        assert delta is not None
         return [
-            accounting_api.delta(
-                epsilon, n=n, mechanism=args.mechanism, method=args.method, **params
+            accounting_api.amplified_epsilon(
+                delta, n=n, mechanism=args.mechanism, method=args.method, **params
             )
         ]
-    assert delta is not None
-    return [
-        accounting_api.amplified_epsilon(
-            delta, n=n, mechanism=args.mechanism, method=args.method, **params
-        )
-    ]
 
 
 def add_mechanism_options(parser: argparse.ArgumentParser, *, calibrating: bool = False) -> None:

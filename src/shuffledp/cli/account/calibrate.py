@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import nullcontext
 from typing import Any
 
+from shuffledp._progress import progress, working
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.accounting import api as accounting_api
 from shuffledp.accounting.methods import methods_for
@@ -44,17 +46,19 @@ def execute(args: argparse.Namespace) -> int:
     else:
         names = [args.method]
     rows: list[dict[str, Any]] = []
-    for name in names:
+    for name in progress(names, desc="calibrating per method", delay=1.0):
         try:
-            result = accounting_api.calibrate(
-                epsilon,
-                delta,
-                n=n,
-                mechanism=args.mechanism,
-                method=name,
-                parameter=args.parameter,
-                **params,
-            )
+            busy = working(f"calibrating with {name}") if len(names) == 1 else nullcontext()
+            with busy:
+                result = accounting_api.calibrate(
+                    epsilon,
+                    delta,
+                    n=n,
+                    mechanism=args.mechanism,
+                    method=name,
+                    parameter=args.parameter,
+                    **params,
+                )
         except InvalidParameterError as exc:
             if len(names) == 1:
                 raise
