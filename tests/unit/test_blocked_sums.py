@@ -244,3 +244,28 @@ def test_deciding_mode_agrees_with_the_full_sum():
 
 def _exact_lower(eps, epsilon0, k, n):
     return krr_delta(eps, epsilon0, k, n, rounding="down")
+
+
+def test_block_starting_at_line_zero_is_not_dropped():
+    # Audit counterexample: a window starting at 0 with more than 512 lines put the
+    # first block's upper line at s = 0, which carries nothing, and lost its share.
+    pair = TwoCountPair(1000, 0.02, w1=0.6, w2=0.05, w0=0.35)
+    for eps in (0.1, 0.5):
+        exact = two_count_delta_direct(pair, eps)
+        assert two_count_delta(pair, eps, tail=1e-300) >= exact
+    assert krr_delta(2.0, 8.0, 100, 31_000, tail=1e-300) >= 1.0245e-4  # a real dataset's δ
+
+
+def test_lower_side_survives_underflow():
+    # γ underflowing to 0 made a dead line look live: "down" was above the exact 0.
+    pair = TwoCountPair(16, 1e-3, w1=0.9, w2=1e-300)
+    assert two_count_delta(pair, 700.0, rounding="down") == 0.0
+    assert two_count_delta_lines(pair, 700.0, rounding="down") == 0.0
+    tiny = TwoCountPair(2, 1e-300, 0.3, 0.0, 0.7)
+    assert two_count_delta(tiny, 690.0, rounding="down") <= 2.2e-301
+
+
+def test_probabilities_a_rounding_above_one_are_one():
+    assert poisson_delta(0.5, 0.5, 3, 4, blanket_probability=1 + 1e-13) == poisson_delta(
+        0.5, 0.5, 3, 4, blanket_probability=1.0
+    )

@@ -73,7 +73,7 @@ _STEERING_TOLERANCE = 0.005
 _CLEARLY_ABOVE = 1.05
 #: Pair evaluations after which the refinement stops whatever the gap (a small n, where
 #: the pairs change fast with T, would otherwise need one per value of T).
-_PAIR_BUDGET = 512
+_PAIR_BUDGET = 1024
 
 
 def _mixture(

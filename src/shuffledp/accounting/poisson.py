@@ -54,11 +54,12 @@ __all__ = ["poisson_delta", "poisson_delta_curve", "poisson_delta_lemma3"]
 def _check(
     report_probability: float, domain_size: int, blanket_messages: int, blanket_probability: float
 ) -> tuple[float, int, int, float]:
+    # Probabilities a rounding above 1 are taken as 1 (the checks allow 1 + 1e-12).
     return (
-        check_probability(report_probability, "report_probability", low=0.0, high=1.0 + 1e-12),
+        min(1.0, check_probability(report_probability, "report_probability", high=1.0 + 1e-12)),
         check_int(domain_size, "domain_size", minimum=2),
         check_int(blanket_messages, "blanket_messages", minimum=0),
-        check_probability(blanket_probability, "blanket_probability", low=0.0, high=1.0 + 1e-12),
+        min(1.0, check_probability(blanket_probability, "blanket_probability", high=1.0 + 1e-12)),
     )
 
 

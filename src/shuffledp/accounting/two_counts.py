@@ -341,6 +341,9 @@ class _Lines:
         gamma: γ_s.
         lam: α_s/(α_s + γ_s), the weight of b_{s−1}(x − 1) on the normalized line.
         lam_c: γ_s/(α_s + γ_s) = 1 − lam, computed directly (no cancellation).
+        lam_low: lam for lower sides: ½ on lines whose γ underflowed to 0.
+        lam_c_high: lam_c for lower sides, likewise.
+        underflow: Where γ underflowed to 0.
         mass: α_s + γ_s.
         cum: Prefix sums of the line masses (length len(s) + 1), to cut blocks.
         rho: Relative error bound of every α_s and γ_s.
@@ -353,6 +356,9 @@ class _Lines:
     gamma: NDArray[np.float64]
     lam: NDArray[np.float64]
     lam_c: NDArray[np.float64]
+    lam_low: NDArray[np.float64]
+    lam_c_high: NDArray[np.float64]
+    underflow: NDArray[np.bool_]
     mass: NDArray[np.float64]
     cum: NDArray[np.float64]
     rho: float
@@ -374,12 +380,31 @@ def _pair_lines(pair: TwoCountPair, tail: float) -> _Lines:
     with np.errstate(invalid="ignore", divide="ignore"):
         lam = np.where(mass > 0, alpha / mass, 0.5)
         lam_c = np.where(mass > 0, gamma / mass, 0.5)
+    # A γ that underflowed to 0 (its weight and pmf positive) looks like a line the
+    # adversary reads perfectly: harmless above, but a lower side must not count it.
+    underflow = (gamma == 0.0) & (alpha > 0.0) & ((pair.w2 > 0.0) | (w0 > 0.0))
+    lam_low = np.where(underflow, 0.5, lam)  # G(½, s) = 0
+    lam_c_high = np.where(underflow, 0.5, lam_c)
     cum = np.concatenate([[0.0], np.cumsum(mass)])
-    for array in (s, alpha, gamma, lam, lam_c, mass, cum):
+    for array in (s, alpha, gamma, lam, lam_c, lam_low, lam_c_high, underflow, mass, cum):
         array.setflags(write=False)
     # α, γ: the pmf's and the weights' errors, plus two products and a sum.
     rho = window.rel_error + pair.weight_error + 4.0 * _UNIT_ROUNDOFF
-    return _Lines(s, alpha, gamma, lam, lam_c, mass, cum, rho, window.dropped, window.rel_error)
+    return _Lines(
+        s,
+        alpha,
+        gamma,
+        lam,
+        lam_c,
+        lam_low,
+        lam_c_high,
+        underflow,
+        mass,
+        cum,
+        rho,
+        window.dropped,
+        window.rel_error,
+    )
 
 
 #: Pairs with at most this many lines are summed line by line.
@@ -422,10 +447,12 @@ def _virtual_lines(
     if upper:
         lam = _segments(np.maximum, lines.lam, starts, ends)
         lam_c = _segments(np.minimum, lines.lam_c, starts, ends)
-        s = lines.s[starts]
+        # Line 0 carries nothing (no split to see) and G(λ, 1) ≥ G(λ, s) for s ≥ 1:
+        # a block starting at line 0 is bounded at line 1.
+        s = np.maximum(lines.s[starts], 1.0)
     else:
-        lam = _segments(np.minimum, lines.lam, starts, ends)
-        lam_c = _segments(np.maximum, lines.lam_c, starts, ends)
+        lam = _segments(np.minimum, lines.lam_low, starts, ends)
+        lam_c = _segments(np.maximum, lines.lam_c_high, starts, ends)
         s = lines.s[ends - 1]
     width = int(np.max(ends - starts)) if len(starts) else 1
     if width == 1:  # each virtual line is its own line: M·λ = α up to three roundings
@@ -632,7 +659,8 @@ def _refine(
         batch = []
         for state in active:
             s0, e0 = state.starts[state.fresh], state.ends[state.fresh]
-            wide = e0 - s0 > 1  # a one-line block is its own lower side
+            # A one-line block is its own lower side, unless a γ underflowed there.
+            wide = (e0 - s0 > 1) | state.lines.underflow[s0]
             up = _virtual_lines(state.lines, s0, e0, upper=True)
             low = _virtual_lines(state.lines, s0[wide], e0[wide], upper=False)
             batch.append((wide, up, low))
@@ -745,8 +773,9 @@ def two_count_delta_lines(
     if epsilon < 0:
         raise InvalidParameterError(f"epsilon must be >= 0, got {epsilon!r}")
     lines = _pair_lines(pair, tail)
+    keep = ~lines.underflow if rounding == "down" else np.ones(len(lines.s), dtype=bool)
     total, mass = line_divergence(
-        lines.alpha, lines.gamma, lines.s, epsilon, relative_error=lines.rho
+        lines.alpha[keep], lines.gamma[keep], lines.s[keep], epsilon, relative_error=lines.rho
     )
     return certify(
         total,
