@@ -117,6 +117,8 @@ def item_delta(
             :func:`shuffledp.accounting.mixture.mixture_delta`).
     """
     epsilon = check_epsilon(epsilon)
+    if report_probability == 0:
+        return 0.0  # a slot never reported (λ = 0): the two datasets' views agree
     lam = check_probability(report_probability, "report_probability", high=1.0 + 1e-12)
     d = check_int(message_domain, "message_domain", minimum=2)
     variant = _check_variant(variant)
@@ -720,7 +722,9 @@ def optimize_parameters(
             else math.nan
         )
         paper_delta = (
-            level_delta(eps, paper_lam, message_domain=d_msg, items=s, n=n, blanket_rate=m)
+            level_delta(
+                eps, paper_lam, message_domain=d_msg, items=s, n=n, blanket_rate=m, variant=variant
+            )
             if with_paper and paper_lam > 0
             else math.nan
         )

@@ -8,6 +8,13 @@ from shuffledp.protocols.flip import (
     default_fake_users,
 )
 from shuffledp.protocols.krr import KRRCalibration, KRRProtocol, calibrate_krr
+from shuffledp.protocols.segmented import (
+    LevelCounts,
+    SegmentedProtocol,
+    SegmentedRun,
+    aggregate_levels,
+    run_segmented,
+)
 
 __all__ = [
     "ExecutionPath",
@@ -15,9 +22,14 @@ __all__ = [
     "FlipProtocol",
     "KRRCalibration",
     "KRRProtocol",
+    "LevelCounts",
     "ProtocolRun",
+    "SegmentedProtocol",
+    "SegmentedRun",
     "ShuffleProtocol",
+    "aggregate_levels",
     "calibrate_flip",
     "calibrate_krr",
     "default_fake_users",
+    "run_segmented",
 ]

@@ -2,5 +2,6 @@
 
 from shuffledp.randomizers.bitflip import FlipRandomizer, bernoulli_positions
 from shuffledp.randomizers.krr import KRRRandomizer
+from shuffledp.randomizers.poisson import PoissonSetRandomizer
 
-__all__ = ["FlipRandomizer", "KRRRandomizer", "bernoulli_positions"]
+__all__ = ["FlipRandomizer", "KRRRandomizer", "PoissonSetRandomizer", "bernoulli_positions"]

@@ -1,0 +1,470 @@
+"""``shuffledp run segmented``: personalized privacy levels on set-valued data (Wang et al.).
+
+Input in long format: one row per (user, item) with the user's privacy level
+on every row. Alg. 1 end to end: the level counts (exact or DP), λ_k and the
+blanket rate m (§5.2), then Alg. 2's Poisson randomizer, the shuffle and the
+pooled estimator. The JSON holds one privacy object per level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from shuffledp import __version__
+from shuffledp._validation import (
+    InvalidParameterError,
+    check_delta,
+    check_epsilon,
+    check_int,
+)
+from shuffledp.accounting.segmented import DEFAULT_BLANKET_GRID, VARIANTS
+from shuffledp.cli._common import checked, integer, number, writable, write_atomically
+from shuffledp.cli.run._shared import PLOT_FORMATS
+from shuffledp.data.domains import (
+    builtin_domain,
+    builtin_domain_names,
+    parse_domain,
+    read_domain_file,
+)
+from shuffledp.data.encoding import DEFAULT_NA_VALUES
+from shuffledp.data.sets import LoadedSets, check_levels_list, load_sets
+from shuffledp.protocols.segmented import (
+    LEVEL_COUNT_MODES,
+    NEIGHBOURING,
+    SEGMENTED_PRIVACY_METHODS,
+    SegmentedProtocol,
+    SegmentedRun,
+    run_segmented,
+)
+
+NAME = "segmented"
+HELP = "segmented privacy levels on set-valued data (multi-message shuffle)"
+
+__all__ = ["add_arguments", "execute", "parse_blanket", "parse_levels", "segmented_run_to_dict"]
+
+
+def parse_levels(text: str, flag: str = "--levels") -> tuple[float, ...]:
+    """Parse ``0.5,1,2`` into strictly increasing positive levels.
+
+    Raises:
+        InvalidParameterError: Naming ``flag``, the text and what is allowed.
+    """
+    parts = [part.strip() for part in str(text).split(",")]
+    values: list[float] = []
+    for part in parts:
+        try:
+            values.append(float(part))
+        except ValueError:
+            raise InvalidParameterError(
+                f"{flag} must be comma-separated numbers (e.g. 0.5,1,2), got {text!r}"
+            ) from None
+    return check_levels_list(values, flag)
+
+
+def parse_blanket(text: str | None, flag: str = "--blanket") -> float | None:
+    """Parse ``auto`` (``None``: search the grid) or a blanket rate m > 0.
+
+    Raises:
+        InvalidParameterError: Naming ``flag``, the text and what is allowed.
+    """
+    if text is None or str(text).strip().lower() == "auto":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise InvalidParameterError(
+            f"{flag} must be 'auto' or a number m > 0 (expected blanket messages per user), "
+            f"got {text!r}"
+        ) from None
+    if not (math.isfinite(value) and value > 0):
+        raise InvalidParameterError(f"{flag} must be 'auto' or a finite number > 0, got {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``run segmented``'s options."""
+    data = parser.add_argument_group("input data (one row per user and item)")
+    data.add_argument(
+        "--input",
+        required=True,
+        help="CSV with a header row (plain or gzip-compressed) or Parquet file",
+    )
+    data.add_argument("--user-column", required=True, help="column identifying the user")
+    data.add_argument("--item-column", required=True, help="column holding one item of the set")
+    data.add_argument(
+        "--level-column",
+        required=True,
+        help="column holding the user's privacy level (one of --levels, the same on every row "
+        "of the user)",
+    )
+    data.add_argument(
+        "--delimiter",
+        default=None,
+        help="CSV field separator, e.g. ';' or '\\t' (default: sniffed from the header "
+        "when unambiguous, else ',')",
+    )
+    data.add_argument("--encoding", default="utf-8", help="text encoding (default: utf-8)")
+    data.add_argument(
+        "--na-values",
+        default=None,
+        help="comma-separated cell texts that mean 'missing' (default: empty cell, "
+        f"{', '.join(v for v in DEFAULT_NA_VALUES if v)}); a missing user, item or level "
+        "is an error",
+    )
+
+    domain = parser.add_argument_group("public item domain (one of these is required)")
+    source = domain.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--domain", default=None, help="comma-separated item labels, in order (spaces trimmed)"
+    )
+    source.add_argument(
+        "--domain-file",
+        default=None,
+        help="file with one item label per line, kept exactly (labels may contain commas)",
+    )
+    source.add_argument(
+        "--domain-name",
+        default=None,
+        help=f"a built-in domain: {', '.join(builtin_domain_names())}, or range:LO-HI",
+    )
+    domain.add_argument(
+        "--other",
+        default=None,
+        metavar="LABEL",
+        help="count items outside the domain as this label (default: they are an error)",
+    )
+
+    privacy = parser.add_argument_group("privacy levels and parameters")
+    privacy.add_argument(
+        "--levels",
+        required=True,
+        help="the privacy levels epsilon_1 < ... < epsilon_K users choose from, e.g. 0.5,1,2",
+    )
+    privacy.add_argument(
+        "--delta", required=True, type=number, help="target delta of every level, in (0, 1)"
+    )
+    privacy.add_argument(
+        "--items-per-user",
+        required=True,
+        type=integer,
+        help="s, item slots per user: larger sets are sampled down to s items (uniformly), "
+        "smaller ones are padded (--padding) or an error",
+    )
+    privacy.add_argument(
+        "--padding",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="pad sets smaller than s with a padding symbol (one more message value); "
+        "default: --no-padding, under which a smaller set is an error",
+    )
+    privacy.add_argument(
+        "--blanket",
+        default="auto",
+        help="blanket messages per user m (a number > 0), or 'auto' (default): the m of a "
+        f"{len(DEFAULT_BLANKET_GRID)}-point grid from {DEFAULT_BLANKET_GRID[0]:g} to "
+        f"{DEFAULT_BLANKET_GRID[-1]:g} with the smallest error bound (section 5.2; slow: "
+        "tens of seconds)",
+    )
+    privacy.add_argument(
+        "--variant",
+        choices=VARIANTS,
+        default="paper",
+        help="paper: an unreported item sends nothing (Alg. 2, default); dummy: it sends a "
+        "uniform random item, so every user sends exactly s data messages",
+    )
+    privacy.add_argument(
+        "--level-counts",
+        choices=LEVEL_COUNT_MODES,
+        default="exact",
+        help="exact: users' levels are shuffled without noise and the level histogram is "
+        "released, NOT covered by any guarantee (the paper's experiments; default); dp: k-RR "
+        "over the levels with --level-epsilon and --level-delta",
+    )
+    privacy.add_argument(
+        "--level-epsilon", type=number, default=None, help="epsilon of the DP level counts"
+    )
+    privacy.add_argument(
+        "--level-delta", type=number, default=None, help="delta of the DP level counts"
+    )
+
+    execution = parser.add_argument_group("execution and output")
+    execution.add_argument(
+        "--seed",
+        type=integer,
+        default=None,
+        help="reproducible run (set samples, randomizers and a seeded, not cryptographic, "
+        "shuffle); for tests only",
+    )
+    execution.add_argument(
+        "--path",
+        choices=("message", "count"),
+        default="message",
+        help="message: real messages and a real shuffle (default); count: draw the "
+        "analyzer's counts directly (same distribution, faster)",
+    )
+    execution.add_argument(
+        "--output", default=None, help="write the JSON result here (default: stdout)"
+    )
+    execution.add_argument(
+        "--plot",
+        default=None,
+        help=f"write a bar chart with 95%% error bars ({', '.join(PLOT_FORMATS[:3])}, ...)",
+    )
+    execution.add_argument(
+        "--quiet", action="store_true", help="print no summary on stderr (errors still are)"
+    )
+    parser.set_defaults(handler=execute)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return a.samefile(b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def _check_paths(args: argparse.Namespace) -> tuple[Path | None, Path | None]:
+    output = writable(args.output, "--output")
+    plot = writable(args.plot, "--plot")
+    source = Path(args.input)
+    for flag, path in (("--output", output), ("--plot", plot)):
+        if path is not None and _same_file(path, source):
+            raise InvalidParameterError(
+                f"{flag} {str(path)!r} is the input file; refusing to overwrite it"
+            )
+    if output is not None and plot is not None and _same_file(output, plot):
+        raise InvalidParameterError(f"--output and --plot are the same file {str(output)!r}")
+    if plot is not None:
+        suffix = plot.suffix.lower()
+        if suffix not in PLOT_FORMATS:
+            raise InvalidParameterError(
+                f"--plot: unsupported image format {suffix or '(none)'!r}; use one of "
+                f"{', '.join(PLOT_FORMATS)}"
+            )
+        from shuffledp.plotting import require_matplotlib
+
+        require_matplotlib()
+    return output, plot
+
+
+def _domain(args: argparse.Namespace) -> tuple[list[str], str]:
+    if args.domain is not None:
+        return parse_domain(args.domain), "declared"
+    if args.domain_file is not None:
+        return read_domain_file(args.domain_file, encoding=args.encoding), "file"
+    return builtin_domain(args.domain_name), f"builtin:{args.domain_name}"
+
+
+def _level_options(args: argparse.Namespace) -> tuple[float | None, float | None]:
+    if args.level_counts == "exact":
+        given = [
+            f
+            for f, v in (
+                ("--level-epsilon", args.level_epsilon),
+                ("--level-delta", args.level_delta),
+            )
+            if v is not None
+        ]
+        if given:
+            raise InvalidParameterError(
+                f"{' and '.join(given)} need --level-counts dp (with exact level counts the "
+                "level histogram is released as it is)"
+            )
+        return None, None
+    if args.level_epsilon is None or args.level_delta is None:
+        raise InvalidParameterError(
+            "--level-counts dp needs --level-epsilon and --level-delta (the level step's "
+            "privacy target)"
+        )
+    return (
+        checked(check_epsilon, args.level_epsilon, "--level-epsilon"),
+        checked(check_delta, args.level_delta, "--level-delta"),
+    )
+
+
+def segmented_run_to_dict(
+    protocol: SegmentedProtocol,
+    run: SegmentedRun,
+    data: LoadedSets,
+    *,
+    target_delta: float,
+    blanket_choice: str,
+    extra_notes: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Return the JSON result of a segmented run."""
+    params = run.parameters
+    level_objects = []
+    for level, report in zip(params.levels, run.privacy, strict=True):
+        entry: dict[str, Any] = dict(level.to_dict())
+        entry["method"] = report.method
+        entry["bound"] = report.bound.value
+        level_objects.append(entry)
+    counts = run.level_counts
+    level_counts = counts.to_dict()
+    level_counts["covered"] = counts.report is not None
+    privacy: dict[str, Any] = {
+        "method": SEGMENTED_PRIVACY_METHODS[params.variant],
+        "bound": "upper",
+        "n": run.n,
+        "neighbouring": NEIGHBOURING,
+        "target_delta": target_delta,
+        "levels": level_objects,
+        "level_counts": level_counts,
+        "assumptions": list(run.assumptions),
+        "not_covered": list(run.not_covered),
+        "covers_release": not run.not_covered,
+        "domain_covered": True,
+        "notes": run.privacy[0].notes,
+    }
+    estimate = run.estimate.to_dict()
+    estimate["estimand"] = (
+        "sum_k n_k lambda_k w_jk / sum_k n_k lambda_k, w_jk = fraction of level-k users whose "
+        "(sampled) set holds item j"
+    )
+    return {
+        "protocol": run.protocol,
+        "shuffledp_version": __version__,
+        "n": run.n,
+        "domain": list(run.estimate.domain),
+        "domain_source": data.domain_source,
+        "path": run.path,
+        "levels": list(protocol.levels),
+        "estimate": estimate,
+        "privacy": privacy,
+        "parameters": {
+            "blanket_rate": params.blanket_rate,
+            "blanket_choice": blanket_choice,
+            "variant": params.variant,
+            "items_per_user": params.items_per_user,
+            "padding": protocol.padding,
+            "message_domain": params.message_domain,
+            "lambda": list(params.report_probabilities),
+            "error_bound": params.error_bound,
+        },
+        "messages": run.messages,
+        "messages_per_user": run.messages_per_user,
+        "expected_messages_per_user": params.messages_per_user,
+        "level_step_messages_per_user": counts.messages / run.n,
+        "notes": [*data.release_notes, *extra_notes, *run.notes],
+    }
+
+
+def _summary(
+    result: dict[str, Any], data: LoadedSets, destination: str, chosen: list[str]
+) -> list[str]:
+    privacy = result["privacy"]
+    levels = ", ".join(
+        f"({level['epsilon']:g}, {level['delta']:.3g})" for level in privacy["levels"]
+    )
+    lines = [
+        f"shuffledp run segmented: {result['n']} users, {len(result['domain'])} items "
+        f"(domain: {result['domain_source']}), levels certified {levels} "
+        f"[{privacy['method']}], m={result['parameters']['blanket_rate']:g}; "
+        f"result: {destination}"
+    ]
+    lines += [f"note: {note}" for note in (*data.notes, *chosen)]
+    lines += [f"warning: not covered by the guarantee: {item}" for item in privacy["not_covered"]]
+    return lines
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Run the segmented protocol on the input file."""
+    levels = parse_levels(args.levels)
+    delta = checked(check_delta, args.delta, "--delta")
+    s = checked(check_int, args.items_per_user, "--items-per-user", minimum=1)
+    blanket = parse_blanket(args.blanket)
+    level_epsilon, level_delta = _level_options(args)
+    if args.level_counts == "dp" and len(levels) < 2:
+        raise InvalidParameterError(
+            "--level-counts dp needs at least two levels: with one level the count is n, "
+            "which is public"
+        )
+    if args.seed is not None:
+        checked(check_int, args.seed, "--seed")
+    output, plot = _check_paths(args)
+    domain, domain_source = _domain(args)
+    na_values = DEFAULT_NA_VALUES if args.na_values is None else ("", *args.na_values.split(","))
+    delimiter = args.delimiter
+    if delimiter is not None:
+        delimiter = {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter)
+    data = load_sets(
+        args.input,
+        user_column=args.user_column,
+        item_column=args.item_column,
+        level_column=args.level_column,
+        levels=levels,
+        domain=domain,
+        domain_source=domain_source,
+        items_per_user=s,
+        other=args.other,
+        padding=args.padding,
+        seed=args.seed,
+        delimiter=delimiter,
+        encoding=args.encoding,
+        na_values=na_values,
+    )
+    protocol, run = run_segmented(
+        data.items,
+        data.levels,
+        levels=levels,
+        delta=delta,
+        domain=data.domain,
+        variant=args.variant,
+        blanket_rate=blanket,
+        padding=args.padding,
+        level_counts=args.level_counts,
+        level_epsilon=level_epsilon,
+        level_delta=level_delta,
+        path=args.path,
+        seed=args.seed,
+    )
+    extra: list[str] = []
+    if args.other is not None:
+        extra.append(f"items outside the declared domain were counted as {args.other!r} (--other)")
+    if blanket is None:
+        choice = f"auto: smallest error bound over {len(DEFAULT_BLANKET_GRID)} rates"
+        extra.append(
+            f"the blanket rate m={run.parameters.blanket_rate:g} was chosen on your behalf: the "
+            f"smallest section 5.2 error bound over {len(DEFAULT_BLANKET_GRID)} rates from "
+            f"{DEFAULT_BLANKET_GRID[0]:g} to {DEFAULT_BLANKET_GRID[-1]:g} (--blanket auto)"
+        )
+    else:
+        choice = "fixed"
+    result = segmented_run_to_dict(
+        protocol, run, data, target_delta=delta, blanket_choice=choice, extra_notes=tuple(extra)
+    )
+    result["input"] = {
+        "file": str(args.input),
+        "user_column": args.user_column,
+        "item_column": args.item_column,
+        "level_column": args.level_column,
+    }
+    if plot is not None:
+        from shuffledp.plotting import plot_histogram_estimate
+
+        title = (
+            f"segmented estimate of {args.item_column!r} (n={run.n}, levels "
+            f"{','.join(f'{x:g}' for x in levels)}, m={run.parameters.blanket_rate:.3g})"
+        )
+        plot_histogram_estimate(run.estimate, plot, title=title)
+    text = json.dumps(result, indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        destination = "stdout"
+    else:
+        write_atomically(output, text)
+        destination = str(output)
+    if plot is not None:
+        destination += f", plot {plot}"
+    if not args.quiet:
+        chosen = [note for note in extra if "on your behalf" in note]
+        for line in _summary(result, data, destination, chosen):
+            print(line, file=sys.stderr)
+    return 0

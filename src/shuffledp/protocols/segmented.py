@@ -1,0 +1,756 @@
+"""Segmented (personalized) privacy for set-valued data in the multi-message shuffle model.
+
+Wang et al., "Segmented private data aggregation in the multi-message shuffle
+model": Alg. 1 (the framework) with Alg. 2 (set-valued data). Every user
+chooses a level k (privacy E_k) and holds s item slots.
+
+* Step 1, level aggregation (Alg. 1 lines 3–12): the server learns the level
+  counts, exactly (``mode="exact"``: users send their level through the
+  shuffler, as in the paper's experiments; the level histogram is released
+  and no guarantee covers it) or with differential privacy (``mode="dp"``:
+  k-RR over the K levels through the shuffle, :class:`~shuffledp.protocols.krr.KRRProtocol`
+  with its exact accountant; the counts n̂_k carry their own (ε, δ)).
+  See :func:`aggregate_levels`.
+* Step 2 (Alg. 1 line 14, §5.2): λ_k and the blanket rate m from
+  :func:`shuffledp.accounting.segmented.optimize_parameters`. A level's
+  guarantee depends on the total n (the blanket is n⌈m⌉ tries), on m and on
+  λ_k, never on the n_k; the n_k only weigh the error bound that picks m. So
+  with DP counts the calibration uses n (public) split by n̂_k (integers by
+  largest remainder, :attr:`LevelCounts.calibration_counts`): the certificate
+  is exact for the real users, and n̂_k enter only the choice of m and the
+  estimator.
+* Step 3 (Alg. 2 lines 9–21): :class:`~shuffledp.randomizers.poisson.PoissonSetRandomizer`,
+  the package's uniform shuffler (a CSPRNG permutation unless a seed is given)
+  and the pooled estimator of :mod:`shuffledp.analyzers.segmented`.
+
+Each level gets its own :class:`~shuffledp.privacy.PrivacyReport`: ε = E_k,
+δ = the certified δ of that level (at most the target), method
+``segmented-poisson-exact`` (variant ``paper``) or ``segmented-dummy-exact``.
+The neighbouring relation is Thm 3's: one user's set changes, every user's
+level stays fixed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from shuffledp._rng import SeedLike, make_rng
+from shuffledp._validation import (
+    DataError,
+    InvalidParameterError,
+    check_delta,
+    check_epsilon,
+    check_int,
+)
+from shuffledp.accounting.segmented import SegmentedParameters, Variant, optimize_parameters
+from shuffledp.analyzers.estimate import HistogramEstimate
+from shuffledp.analyzers.segmented import pooled_estimate
+from shuffledp.messages import MessageBatch, ShuffledBatch
+from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
+from shuffledp.protocols.base import DomainSpec, ExecutionPath, resolve_domain
+from shuffledp.protocols.krr import KRRProtocol
+from shuffledp.randomizers.poisson import (
+    PoissonSetRandomizer,
+    check_items,
+    check_levels,
+    pair_histogram,
+)
+from shuffledp.shuffler.uniform import UniformShuffler
+
+__all__ = [
+    "LEVEL_COUNT_MODES",
+    "SEGMENTED_PRIVACY_METHODS",
+    "LevelCounts",
+    "SegmentedProtocol",
+    "SegmentedRun",
+    "aggregate_levels",
+    "largest_remainder",
+    "run_segmented",
+]
+
+IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
+LevelCountMode = Literal["exact", "dp"]
+
+#: How step 1 releases the level counts.
+LEVEL_COUNT_MODES: tuple[str, ...] = ("exact", "dp")
+
+#: ``method`` of each level's privacy report, by variant.
+SEGMENTED_PRIVACY_METHODS = {
+    "paper": "segmented-poisson-exact",
+    "dummy": "segmented-dummy-exact",
+}
+
+#: The neighbouring relation of every level's report (Thm 3).
+NEIGHBOURING = "replace-one-set (levels fixed)"
+
+_LEVEL_DEPENDENCE = (
+    "what the data messages reveal about a user's level: a user's level sets their report "
+    "probability lambda_k, and the per-level guarantees hold with every user's level fixed "
+    "(Thm 3's neighbouring relation), so they do not bound what the data step says about "
+    "which level a user chose"
+)
+
+
+def largest_remainder(weights: Sequence[float] | FloatArray, total: int) -> tuple[int, ...]:
+    """Split ``total`` into integers proportional to ``weights`` (largest remainder).
+
+    The parts sum to ``total``; ties go to the earlier entry. All-zero weights
+    split evenly.
+
+    Raises:
+        InvalidParameterError: If a weight is negative or not finite, or total < 0.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    total = check_int(total, "total", minimum=0)
+    if w.ndim != 1 or w.size == 0 or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise InvalidParameterError(f"weights must be finite numbers >= 0, got {w.tolist()}")
+    if w.sum() <= 0:
+        w = np.ones_like(w)
+    exact = w / w.sum() * total
+    base = np.floor(exact).astype(np.int64)
+    left = total - int(base.sum())
+    order = np.argsort(-(exact - base), kind="stable")
+    base[order[:left]] += 1
+    return tuple(int(x) for x in base)
+
+
+@dataclass(frozen=True)
+class LevelCounts:
+    """Alg. 1 step 1: the level counts the server learns, and what they cost.
+
+    Attributes:
+        mode: ``"exact"`` or ``"dp"``.
+        n: Number of users (public).
+        estimates: n̂_k as released (exact counts, or k-RR's unbiased inversion).
+        used: n̂_k as the estimator uses them (clipped at 0).
+        covariance: Cov(n̂) (plug-in, for the standard errors); ``None`` when exact.
+        calibration_counts: Integers summing to n, proportional to ``used``
+            (what :func:`optimize_parameters` weighs the levels by).
+        report: The level step's guarantee (``None`` when exact: not covered).
+        messages: Messages the level step sent (one per user).
+        notes: Statements for the release.
+    """
+
+    mode: str
+    n: int
+    estimates: FloatArray
+    used: FloatArray
+    covariance: FloatArray | None
+    calibration_counts: tuple[int, ...]
+    report: PrivacyReport | None
+    messages: int
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dictionary."""
+        out: dict[str, Any] = {
+            "mode": self.mode,
+            "counts": [float(x) for x in self.estimates],
+            "counts_used": [float(x) for x in self.used],
+            "calibration_counts": list(self.calibration_counts),
+        }
+        if self.covariance is not None:
+            out["stderr"] = [float(math.sqrt(max(v, 0.0))) for v in np.diag(self.covariance)]
+        out["privacy"] = None if self.report is None else self.report.to_dict()
+        return out
+
+
+def _krr_count_covariance(used: FloatArray, keep: float, other: float) -> FloatArray:
+    """Cov of k-RR's inverted counts: Σ_k n_k[diag(p_k) − p_k p_kᵀ]/(a − b)².
+
+    p_k = b + (a − b)e_k is the report law of a level-k user.
+    """
+    k = used.size
+    cov = np.zeros((k, k))
+    for level in range(k):
+        p = np.full(k, other)
+        p[level] = keep
+        cov += used[level] * (np.diag(p) - np.outer(p, p))
+    return cov / (keep - other) ** 2
+
+
+def aggregate_levels(
+    user_levels: NDArray[np.integer],
+    n_levels: int,
+    *,
+    mode: LevelCountMode = "exact",
+    epsilon: float | None = None,
+    delta: float | None = None,
+    path: ExecutionPath = "message",
+    seed: SeedLike = None,
+    krr: KRRProtocol | None = None,
+) -> LevelCounts:
+    """Alg. 1 step 1: the server's level counts, exact or by k-RR through the shuffle.
+
+    Args:
+        user_levels: Each user's level index in [0, K).
+        n_levels: K.
+        mode: ``"exact"`` (each user sends its level; the shuffled multiset is
+            the level histogram, released and not covered by any guarantee) or
+            ``"dp"`` (each user sends a k-RR report of its level; the inverted
+            counts are (ε, δ)-DP by :class:`~shuffledp.protocols.krr.KRRProtocol`'s
+            exact accountant, and clipped at 0 before use).
+        epsilon: ε of the level step (``"dp"`` only).
+        delta: δ of the level step (``"dp"`` only).
+        path: ``"message"`` or ``"count"`` for the k-RR step.
+        seed: Randomness.
+        krr: A k-RR protocol already calibrated for (n, K, ε, δ), to reuse
+            across repeated simulations (``"dp"`` only; checked against them).
+
+    Raises:
+        InvalidParameterError: On a bad mode or parameter (``"dp"`` needs ε, δ and K ≥ 2).
+        DataError: On malformed levels.
+    """
+    k = check_int(n_levels, "n_levels", minimum=1)
+    arr = np.asarray(user_levels)
+    if arr.ndim != 1 or arr.size == 0:
+        raise DataError("user_levels must be a non-empty one-dimensional array")
+    check_levels(arr, k, arr.shape[0])
+    n = int(arr.shape[0])
+    if mode == "exact":
+        if epsilon is not None or delta is not None:
+            raise InvalidParameterError(
+                "level epsilon/delta apply to the 'dp' level counts only; with 'exact' counts "
+                "the level histogram is released as it is"
+            )
+        counts = np.bincount(arr, minlength=k).astype(np.float64)
+        return LevelCounts(
+            mode="exact",
+            n=n,
+            estimates=counts,
+            used=counts,
+            covariance=None,
+            calibration_counts=tuple(int(c) for c in counts),
+            report=None,
+            messages=n,
+        )
+    if mode != "dp":
+        raise InvalidParameterError(f"level count mode must be 'exact' or 'dp', got {mode!r}")
+    if epsilon is None or delta is None:
+        raise InvalidParameterError(
+            "DP level counts need the level step's epsilon and delta (--level-epsilon, "
+            f"--level-delta); got epsilon={epsilon!r}, delta={delta!r}"
+        )
+    if k < 2:
+        raise InvalidParameterError(
+            "DP level counts need at least two levels: with one level the count is n, "
+            "which is public"
+        )
+    epsilon = check_epsilon(epsilon, "level epsilon")
+    delta = check_delta(delta, "level delta")
+    if krr is None:
+        protocol = KRRProtocol.calibrated(n, k, epsilon, delta, estimator="inversion")
+    else:
+        cal = krr.calibration
+        if (cal.n, cal.domain_size, cal.epsilon, cal.target_delta) != (n, k, epsilon, delta):
+            raise InvalidParameterError(
+                f"krr was calibrated for n={cal.n}, K={cal.domain_size}, epsilon={cal.epsilon:g}, "
+                f"delta={cal.target_delta:g}; this step needs n={n}, K={k}, "
+                f"epsilon={epsilon:g}, delta={delta:g}"
+            )
+        protocol = krr
+    level_run = protocol.run(arr.astype(np.int64), path=path, seed=seed)
+    raw = np.asarray(level_run.estimate.counts, dtype=np.float64)
+    used = np.clip(raw, 0.0, None)
+    keep = protocol.randomizer.keep_probability
+    other = protocol.randomizer.other_probability
+    report = level_run.privacy
+    report = PrivacyReport(
+        guarantee=report.guarantee,
+        method=report.method,
+        bound=report.bound,
+        n=report.n,
+        lower_bound_delta=report.lower_bound_delta,
+        parameters=dict(report.parameters),
+        notes=(
+            "the level step (Alg. 1 step 1): k-RR over the levels through the shuffle; covers "
+            "the released level counts. " + report.notes
+        ),
+    )
+    notes = [
+        "level counts estimated by k-RR over the levels (matrix inversion), clipped at 0; the "
+        "estimator divides by sum_k n_hat_k * lambda_k, a ratio that is unbiased only up to "
+        "O(1/n) terms",
+        "lambda_k were calibrated for the public total n (the guarantee depends on n, m and "
+        "lambda_k only); n_hat_k weighed the error bound that chose m",
+        *protocol.calibration.notes,
+    ]
+    return LevelCounts(
+        mode="dp",
+        n=n,
+        estimates=raw,
+        used=used,
+        covariance=_krr_count_covariance(used, keep, other),
+        calibration_counts=largest_remainder(used, n),
+        report=report,
+        messages=level_run.messages,
+        notes=tuple(notes),
+    )
+
+
+@dataclass(frozen=True)
+class SegmentedRun:
+    """The outcome of one execution of the segmented protocol.
+
+    Attributes:
+        protocol: ``"segmented"``.
+        estimate: Estimated users per item (``counts`` = n·Ŵ_j) with standard errors.
+        privacy: One report per level (ε = E_k), in level order.
+        level_counts: Step 1's release.
+        parameters: Step 2's parameters and their guarantees.
+        path: ``"message"`` or ``"count"``.
+        messages: Messages the users sent in step 3 (data and blanket).
+        statistic: C_x, messages per value of the message domain [0, d′).
+        notes: Data-independent statements for the release.
+        assumptions: What the guarantees take for granted.
+        not_covered: What the release shows that no guarantee covers.
+    """
+
+    protocol: str
+    estimate: HistogramEstimate
+    privacy: tuple[PrivacyReport, ...]
+    level_counts: LevelCounts
+    parameters: SegmentedParameters
+    path: str
+    messages: int
+    statistic: IntArray
+    notes: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = ()
+    not_covered: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def n(self) -> int:
+        """Number of users."""
+        return self.estimate.n
+
+    @property
+    def messages_per_user(self) -> float:
+        """Step 3's messages per user (the level step adds one more per user)."""
+        return self.messages / self.n
+
+    @property
+    def frequencies(self) -> FloatArray:
+        """Ŵ_j per item."""
+        return self.estimate.frequencies
+
+
+class SegmentedProtocol:
+    """Alg. 2 with fixed parameters: randomizer, shuffle, pooled estimator and per-level reports.
+
+    Args:
+        parameters: From :func:`shuffledp.accounting.segmented.optimize_parameters`.
+        labels: The item domain's labels (``None``: item indices only); d of them.
+
+    Raises:
+        InvalidParameterError: If the labels do not match the parameters' domain.
+    """
+
+    name: ClassVar[str] = "segmented"
+
+    def __init__(
+        self, parameters: SegmentedParameters, *, labels: Sequence[str] | None = None
+    ) -> None:
+        self.parameters = parameters
+        self.n = parameters.n
+        self.domain_size = parameters.domain_size
+        self.message_domain = parameters.message_domain
+        self.padding = parameters.message_domain > parameters.domain_size
+        self.items_per_user = parameters.items_per_user
+        self.variant = parameters.variant
+        self.levels = tuple(level.epsilon for level in parameters.levels)
+        self.labels: tuple[str, ...] | None = None
+        if labels is not None:
+            size, self.labels = resolve_domain(list(labels), "labels")
+            if size != parameters.domain_size:
+                raise InvalidParameterError(
+                    f"labels has {size} entries, the parameters' domain {parameters.domain_size}"
+                )
+        self.randomizer = PoissonSetRandomizer(
+            parameters.report_probabilities,
+            parameters.message_domain,
+            parameters.items_per_user,
+            parameters.blanket_rate,
+            parameters.variant,
+        )
+
+    @classmethod
+    def calibrated(
+        cls,
+        levels: Sequence[float] = (0.5, 1.0, 2.0),
+        *,
+        level_counts: Sequence[int] | LevelCounts,
+        delta: float,
+        domain: DomainSpec,
+        items_per_user: int,
+        variant: str = "paper",
+        blanket_rate: float | None = None,
+        padding: bool = False,
+        blanket_grid: Sequence[float] | None = None,
+        workers: int | None = None,
+        with_paper: bool = True,
+    ) -> SegmentedProtocol:
+        """Return a protocol with λ_k and m from §5.2's search (Alg. 1 step 2).
+
+        Args:
+            levels: E_1 < … < E_K.
+            level_counts: n_k (integers summing to n), or step 1's
+                :class:`LevelCounts` (its ``calibration_counts`` are used).
+            delta: Target δ of every level.
+            domain: The item domain: its size d, or its labels in item order.
+            items_per_user: s.
+            variant: ``"paper"`` or ``"dummy"``.
+            blanket_rate: A fixed m, or ``None`` to search the grid.
+            padding: Whether the message domain has the padding symbol (d′ = d + 1).
+            blanket_grid: Rates searched when ``blanket_rate`` is ``None``.
+            workers: Processes for the search (default: one per core).
+            with_paper: Also compute what the paper's Eq. 7 would choose.
+
+        Raises:
+            InvalidParameterError: On a bad parameter or when no λ > 0 is certified.
+        """
+        d, labels = resolve_domain(domain)
+        counts = (
+            level_counts.calibration_counts
+            if isinstance(level_counts, LevelCounts)
+            else tuple(level_counts)
+        )
+        if variant not in ("paper", "dummy"):
+            raise InvalidParameterError(f"variant must be 'paper' or 'dummy', got {variant!r}")
+        variant_checked: Variant = "paper" if variant == "paper" else "dummy"
+        parameters = optimize_parameters(
+            tuple(levels),
+            counts,
+            delta,
+            domain_size=d,
+            items_per_user=items_per_user,
+            padding=padding,
+            variant=variant_checked,
+            blanket_rate=blanket_rate,
+            blanket_grid=None if blanket_grid is None else tuple(blanket_grid),
+            with_paper=with_paper,
+            workers=workers,
+        )
+        return cls(parameters, labels=labels)
+
+    # -- the parts -------------------------------------------------------------------------
+
+    def privacy_reports(self) -> tuple[PrivacyReport, ...]:
+        """One certified (E_k, δ_k) per level (Thm 3's relation: levels fixed)."""
+        p = self.parameters
+        method = SEGMENTED_PRIVACY_METHODS[p.variant]
+        reports = []
+        for k, level in enumerate(p.levels):
+            reports.append(
+                PrivacyReport(
+                    guarantee=ApproxDP(level.epsilon, level.delta),
+                    method=method,
+                    bound=BoundKind.UPPER,
+                    n=p.n,
+                    neighbouring=NEIGHBOURING,
+                    lower_bound_delta=level.lower_bound_delta,
+                    parameters={
+                        "level": k,
+                        "lambda": level.report_probability,
+                        "blanket_rate": p.blanket_rate,
+                        "items_per_user": p.items_per_user,
+                        "variant": p.variant,
+                        "message_domain": p.message_domain,
+                        "item_epsilon": level.item_epsilon,
+                        "item_delta": level.item_delta,
+                    },
+                    notes=(
+                        "exact delta of one item slot against the n*ceil(m) blanket tries "
+                        "(other users' data messages handed to the adversary, Lemma 2), "
+                        "composed over the s slots of the user's set (group privacy with the "
+                        "geometric sum kept exact); lower_bound_delta is the exact delta of a "
+                        "concrete pair of datasets at this level"
+                    ),
+                )
+            )
+        return tuple(reports)
+
+    def randomize(
+        self,
+        user_items: NDArray[np.integer],
+        user_levels: NDArray[np.integer],
+        seed: SeedLike = None,
+    ) -> MessageBatch:
+        """Alg. 2 lines 9–16 for every user (messages with senders, before the shuffle)."""
+        return self.randomizer.randomize(user_items, user_levels, seed)
+
+    def statistic_from_messages(self, shuffled: ShuffledBatch) -> IntArray:
+        """Alg. 2 line 20: C_x, the messages per value of [0, d′).
+
+        Raises:
+            DataError: If a message is outside the message domain.
+        """
+        payload = np.asarray(shuffled.payload)
+        if payload.size and (int(payload.min()) < 0 or int(payload.max()) >= self.message_domain):
+            raise DataError(f"a message carries a value outside [0, {self.message_domain - 1}]")
+        return np.bincount(payload, minlength=self.message_domain).astype(np.int64)
+
+    def sample_statistic(
+        self,
+        user_items: NDArray[np.integer],
+        user_levels: NDArray[np.integer],
+        seed: SeedLike = None,
+    ) -> IntArray:
+        """C_x drawn directly from its exact law (the count-level path)."""
+        pairs = pair_histogram(user_items, user_levels, len(self.levels), self.message_domain)
+        return self.randomizer.sample_counts(pairs, seed)
+
+    def estimate(
+        self,
+        statistic: IntArray,
+        level_counts: LevelCounts,
+        domain: Sequence[str] | None = None,
+    ) -> HistogramEstimate:
+        """Alg. 2 line 21 (:func:`shuffledp.analyzers.segmented.pooled_estimate`)."""
+        labels = domain if domain is not None else self.labels
+        return pooled_estimate(
+            statistic,
+            n=self.n,
+            blanket_rate=self.parameters.blanket_rate,
+            domain_size=self.domain_size,
+            message_domain=self.message_domain,
+            level_counts=level_counts.used,
+            report_probabilities=self.parameters.report_probabilities,
+            items_per_user=self.items_per_user,
+            variant=self.variant,
+            level_covariance=level_counts.covariance,
+            domain=None if labels is None else list(labels),
+        )
+
+    def _check_input(
+        self, user_items: NDArray[np.integer], user_levels: Any
+    ) -> NDArray[np.integer]:
+        check_items(user_items, self.message_domain, self.items_per_user)
+        levels = np.asarray(user_levels)
+        if levels.ndim == 1 and np.issubdtype(levels.dtype, np.floating):
+            levels = self._level_indices(levels)
+        check_levels(levels, len(self.levels), user_items.shape[0])
+        if user_items.shape[0] != self.n:
+            raise DataError(
+                f"the protocol was calibrated for n={self.n} users but got {user_items.shape[0]}"
+            )
+        self._check_sets(user_items)
+        return levels
+
+    def _level_indices(self, values: FloatArray) -> IntArray:
+        """Map level values (ε per user) to level indices."""
+        table = np.asarray(self.levels)
+        index = np.searchsorted(table, values)
+        index = np.clip(index, 0, len(table) - 1)
+        ok = np.isclose(table[index], values, rtol=1e-9, atol=0.0)
+        if not ok.all():
+            bad = values[~ok]
+            raise DataError(
+                f"{bad.size:,} user level(s) are not one of the levels "
+                f"{', '.join(f'{x:g}' for x in self.levels)}, e.g. {float(bad[0]):g}"
+            )
+        return index.astype(np.int64)
+
+    def _check_sets(self, user_items: NDArray[np.integer]) -> None:
+        """A set lists each item once (only the padding symbol may repeat)."""
+        if self.items_per_user < 2:
+            return
+        ordered = np.sort(user_items, axis=1)
+        repeats = (ordered[:, 1:] == ordered[:, :-1]) & (
+            ordered[:, 1:] < self.domain_size if self.padding else True
+        )
+        users = int(np.count_nonzero(repeats.any(axis=1)))
+        if users:
+            raise DataError(
+                f"{users:,} user(s) list the same item in two slots; a set holds each item "
+                "once (only the padding symbol may repeat)"
+            )
+
+    def run(
+        self,
+        user_items: NDArray[np.integer],
+        user_levels: NDArray[np.integer] | NDArray[np.floating],
+        *,
+        path: ExecutionPath = "message",
+        seed: SeedLike = None,
+        level_estimate: LevelCounts | None = None,
+    ) -> SegmentedRun:
+        """Execute Alg. 2's step 3 (and step 1 unless its result is given).
+
+        Args:
+            user_items: users × s item indices in [0, d′) (d: the padding symbol);
+                see :func:`shuffledp.data.sets.encode_sets` and
+                :func:`shuffledp.data.sets.load_sets`.
+            user_levels: Each user's level index in [0, K) (or level value E_k).
+            path: ``"message"`` (real messages, real shuffle) or ``"count"``.
+            seed: ``None`` for OS entropy and a cryptographically secure
+                shuffle; an int for a reproducible run (seeded shuffle).
+            level_estimate: Step 1's result (:func:`aggregate_levels`);
+                ``None`` takes the exact level counts.
+
+        Raises:
+            DataError: On malformed input, a number of users other than the
+                calibrated n, or exact level counts that differ from the levels given.
+        """
+        levels = self._check_input(user_items, user_levels)
+        if level_estimate is None:
+            level_estimate = aggregate_levels(levels, len(self.levels))
+        if level_estimate.n != self.n or level_estimate.used.size != len(self.levels):
+            raise DataError(
+                f"level_estimate is for {level_estimate.n} users and "
+                f"{level_estimate.used.size} levels; expected {self.n} and {len(self.levels)}"
+            )
+        if level_estimate.mode == "exact":
+            actual = np.bincount(levels, minlength=len(self.levels))
+            if not np.array_equal(actual, level_estimate.used):
+                raise DataError(
+                    "exact level counts differ from the users' levels: "
+                    f"{level_estimate.used.astype(int).tolist()} vs {actual.tolist()}"
+                )
+        rng = make_rng(seed)
+        if path == "message":
+            batch = self.randomize(user_items, levels, rng)
+            shuffled = UniformShuffler().shuffle(batch, seed=None if seed is None else rng)
+            statistic = self.statistic_from_messages(shuffled)
+            messages = len(batch)
+        elif path == "count":
+            statistic = self.sample_statistic(user_items, levels, rng)
+            messages = int(statistic.sum())
+        else:
+            raise InvalidParameterError(f"path must be 'message' or 'count', got {path!r}")
+        estimate = self.estimate(statistic, level_estimate)
+        not_covered = [_LEVEL_DEPENDENCE]
+        if level_estimate.mode == "exact":
+            not_covered.insert(
+                0,
+                "the level histogram (users per privacy level): released exactly by Alg. 1 "
+                "step 1 (levels shuffled without noise, as in the paper's experiments); use "
+                "DP level counts to protect it",
+            )
+        assumptions = [
+            "the shuffler is trusted to hide who sent each message and in which order",
+            "each user's set holds at most items_per_user items after sampling/padding, and "
+            "each user has one level",
+        ]
+        reports = tuple(
+            r.with_context(assumptions=assumptions, not_covered=not_covered)
+            for r in self.privacy_reports()
+        )
+        return SegmentedRun(
+            protocol=self.name,
+            estimate=estimate,
+            privacy=reports,
+            level_counts=level_estimate,
+            parameters=self.parameters,
+            path=path,
+            messages=messages,
+            statistic=statistic,
+            notes=(*self._estimand_notes(level_estimate), *level_estimate.notes),
+            assumptions=tuple(assumptions),
+            not_covered=tuple(not_covered),
+        )
+
+    def _estimand_notes(self, level_counts: LevelCounts) -> list[str]:
+        lams = np.asarray(self.parameters.report_probabilities)
+        active = lams[level_counts.used > 0]
+        notes = [
+            "frequencies are Alg. 2's pooled estimate (C_j - E[blanket"
+            + (" and dummy" if self.variant == "dummy" else "")
+            + " messages on j]) / sum_k n_k * lambda_k; counts = n * frequency; they sum to "
+            f"about s={self.items_per_user} over the items, not to 1"
+        ]
+        if active.size and np.ptp(active) > 0:
+            notes.append(
+                "the estimate's expectation is sum_k n_k lambda_k w_jk / sum_k n_k lambda_k "
+                "(w_jk: frequency of item j among level-k users): the population frequency only "
+                "if the items do not depend on the level, otherwise weighted towards the levels "
+                "with the larger lambda; messages carry no level, and no estimator linear in "
+                "the message counts (nor any function of one item's count) is unbiased for "
+                "every dataset when the levels' lambda differ"
+            )
+        notes.append(
+            "standard errors are for the randomization given the users' sets, with each item's "
+            "holders split across levels as the estimator assumes (in proportion to n_k)"
+        )
+        return notes
+
+
+def run_segmented(
+    user_items: NDArray[np.integer],
+    user_levels: NDArray[np.integer],
+    *,
+    levels: Sequence[float],
+    delta: float,
+    domain: DomainSpec,
+    variant: str = "paper",
+    blanket_rate: float | None = None,
+    padding: bool = False,
+    level_counts: LevelCountMode = "exact",
+    level_epsilon: float | None = None,
+    level_delta: float | None = None,
+    path: ExecutionPath = "message",
+    seed: SeedLike = None,
+    blanket_grid: Sequence[float] | None = None,
+    workers: int | None = None,
+) -> tuple[SegmentedProtocol, SegmentedRun]:
+    """Alg. 1 end to end: level counts, parameters, data aggregation.
+
+    Args:
+        user_items: users × s item indices in [0, d′) (s is the number of columns).
+        user_levels: Each user's level index in [0, K).
+        levels: E_1 < … < E_K.
+        delta: Target δ of every level's data guarantee.
+        domain: The item domain (size d or labels).
+        variant: ``"paper"`` or ``"dummy"``.
+        blanket_rate: A fixed m, or ``None`` to search §5.2's grid.
+        padding: Whether index d is the padding symbol (d′ = d + 1).
+        level_counts: ``"exact"`` or ``"dp"`` (step 1, :func:`aggregate_levels`).
+        level_epsilon: ε of the DP level step.
+        level_delta: δ of the DP level step.
+        path: ``"message"`` or ``"count"``.
+        seed: Randomness (``None``: OS entropy and a cryptographic shuffle).
+        blanket_grid: Rates searched when ``blanket_rate`` is ``None``.
+        workers: Processes for the search.
+
+    Returns:
+        The calibrated protocol and the run.
+    """
+    items = np.asarray(user_items)
+    if items.ndim != 2:
+        raise DataError(f"user_items must be users x items_per_user, got shape {items.shape}")
+    rng = make_rng(seed)
+    step1 = aggregate_levels(
+        np.asarray(user_levels),
+        len(tuple(levels)),
+        mode=level_counts,
+        epsilon=level_epsilon,
+        delta=level_delta,
+        path=path,
+        seed=None if seed is None else rng,
+    )
+    protocol = SegmentedProtocol.calibrated(
+        tuple(levels),
+        level_counts=step1,
+        delta=delta,
+        domain=domain,
+        items_per_user=int(items.shape[1]),
+        variant=variant,
+        blanket_rate=blanket_rate,
+        padding=padding,
+        blanket_grid=blanket_grid,
+        workers=workers,
+    )
+    run = protocol.run(
+        items,
+        np.asarray(user_levels),
+        path=path,
+        seed=None if seed is None else rng,
+        level_estimate=step1,
+    )
+    return protocol, run
