@@ -8,6 +8,7 @@ from shuffledp.protocols.flip import (
     default_fake_users,
 )
 from shuffledp.protocols.krr import KRRCalibration, KRRProtocol, calibrate_krr
+from shuffledp.protocols.per_user import PerUserAnalysis, PerUserHistograms, PerUserRun
 from shuffledp.protocols.segmented import (
     LevelCounts,
     SegmentedProtocol,
@@ -23,6 +24,9 @@ __all__ = [
     "KRRCalibration",
     "KRRProtocol",
     "LevelCounts",
+    "PerUserAnalysis",
+    "PerUserHistograms",
+    "PerUserRun",
     "ProtocolRun",
     "SegmentedProtocol",
     "SegmentedRun",

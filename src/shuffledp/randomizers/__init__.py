@@ -2,6 +2,13 @@
 
 from shuffledp.randomizers.bitflip import FlipRandomizer, bernoulli_positions
 from shuffledp.randomizers.krr import KRRRandomizer
+from shuffledp.randomizers.laplace import HistogramLaplaceRandomizer
 from shuffledp.randomizers.poisson import PoissonSetRandomizer
 
-__all__ = ["FlipRandomizer", "KRRRandomizer", "PoissonSetRandomizer", "bernoulli_positions"]
+__all__ = [
+    "FlipRandomizer",
+    "HistogramLaplaceRandomizer",
+    "KRRRandomizer",
+    "PoissonSetRandomizer",
+    "bernoulli_positions",
+]

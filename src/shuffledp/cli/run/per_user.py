@@ -1,0 +1,512 @@
+"""``shuffledp run per-user``: per-user histograms with cluster-then-shuffle (Alg. 1).
+
+Input: every user's counts over public classes, in the long layout (one row
+per user and class, optional count column) or the wide layout (``--wide``:
+one row per user, one column per class). Output: one estimated histogram per
+user, a wide table (the user id column, then one column per class, users in
+input order), as CSV or Parquet, and a JSON report holding the guarantee and
+the parameters only: the worst-case (ε, 0, c)-hDP per user. Group labels and
+sizes never enter the release; a summary of group sizes goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from shuffledp import __version__
+from shuffledp._optional import require
+from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
+from shuffledp.cli._common import checked, integer, number, writable, write_atomically
+from shuffledp.data.domains import (
+    builtin_domain,
+    builtin_domain_names,
+    parse_domain,
+    read_domain_file,
+)
+from shuffledp.data.encoding import DEFAULT_NA_VALUES
+from shuffledp.data.per_user import (
+    LoadedHistograms,
+    load_long_histograms,
+    load_wide_histograms,
+)
+from shuffledp.protocols.per_user import PerUserHistograms, PerUserRun
+from shuffledp.randomizers.laplace import CALIBRATIONS, WEIGHTINGS, check_c
+from shuffledp.shuffler.grouped import CLUSTERINGS, EMBEDDINGS
+
+NAME = "per-user"
+HELP = "per-user histograms: Laplace copies, clustering and a shuffle within groups"
+
+__all__ = ["OUTPUT_SUFFIXES", "add_arguments", "execute", "write_estimates"]
+
+#: Table formats of --output.
+OUTPUT_SUFFIXES = (".csv", ".parquet", ".pq")
+#: Release variants the command line offers (the others are for experiments).
+CLI_RELEASES = ("t", "r")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``run per-user``'s options."""
+    data = parser.add_argument_group("input data")
+    data.add_argument(
+        "--input",
+        required=True,
+        help="CSV with a header row (plain or gzip-compressed) or Parquet file",
+    )
+    data.add_argument(
+        "--wide",
+        action="store_true",
+        help="wide layout: one row per user, one column per class (every column but "
+        "--user-column is a class); default: long layout, one row per user and class",
+    )
+    data.add_argument(
+        "--user-column",
+        default=None,
+        help="column identifying the user (required in the long layout; with --wide, "
+        "optional: without it row k is user k)",
+    )
+    data.add_argument(
+        "--class-column",
+        default=None,
+        help="long layout: column holding the class (a label of the domain)",
+    )
+    data.add_argument(
+        "--count-column",
+        default=None,
+        help="long layout: column holding the count, a non-negative integer (default: "
+        "every row counts 1); rows repeating a user and class add up",
+    )
+    data.add_argument(
+        "--delimiter",
+        default=None,
+        help="CSV field separator, e.g. ';' or '\\t' (default: sniffed from the header "
+        "when unambiguous, else ',')",
+    )
+    data.add_argument("--encoding", default="utf-8", help="text encoding (default: utf-8)")
+    data.add_argument(
+        "--na-values",
+        default=None,
+        help="comma-separated cell texts that mean 'missing' (default: empty cell, "
+        f"{', '.join(v for v in DEFAULT_NA_VALUES if v)}); a missing user, class or count "
+        "is an error",
+    )
+
+    domain = parser.add_argument_group(
+        "public classes (one is required in the long layout; with --wide the class columns "
+        "are checked against it)"
+    )
+    source = domain.add_mutually_exclusive_group()
+    source.add_argument(
+        "--domain", default=None, help="comma-separated class labels, in output order"
+    )
+    source.add_argument(
+        "--domain-file",
+        default=None,
+        help="file with one class label per line, kept exactly (labels may contain commas)",
+    )
+    source.add_argument(
+        "--domain-name",
+        default=None,
+        help=f"a built-in domain: {', '.join(builtin_domain_names())}, or range:LO-HI",
+    )
+
+    privacy = parser.add_argument_group("privacy (Alg. 1)")
+    privacy.add_argument(
+        "--epsilon", required=True, type=number, help="total epsilon of every user, > 0"
+    )
+    privacy.add_argument(
+        "--epsilon1",
+        required=True,
+        type=number,
+        help="epsilon of the clustering copy W, in (0, epsilon); the released copy T gets "
+        "epsilon - epsilon1",
+    )
+    privacy.add_argument(
+        "--c",
+        required=True,
+        type=number,
+        help="neighbouring fraction c in (0, 1] of Def. 1: histograms with the same total s "
+        "that differ in at most floor(c s) counts are protected",
+    )
+    privacy.add_argument(
+        "--calibration",
+        choices=CALIBRATIONS,
+        default="proven",
+        help="proven: Laplace scale c/epsilon per copy, what Def. 1 needs (default); paper: "
+        "2c/epsilon as Alg. 1 prints it (twice the noise)",
+    )
+    privacy.add_argument(
+        "--weighting",
+        choices=WEIGHTINGS,
+        default="min-variance",
+        help="weights of R = a W + (1 - a) T with --release r: min-variance (App. D, "
+        "default) or printed (Alg. 1 line 5 as printed)",
+    )
+    privacy.add_argument(
+        "--release",
+        choices=CLI_RELEASES,
+        default="t",
+        help="t: release the shuffled second copy T only (default); r: release the shuffled "
+        "R = a W + (1 - a) T, Alg. 1 as printed",
+    )
+
+    grouping = parser.add_argument_group("grouping (Alg. 1 line 9)")
+    grouping.add_argument(
+        "--clustering",
+        choices=CLUSTERINGS,
+        default="kmeans",
+        help="kmeans (needs --clusters, default) or dbscan with the Jensen-Shannon distance "
+        "(needs --eps-radius)",
+    )
+    grouping.add_argument(
+        "--clusters", type=integer, default=None, help="k-means: the number of groups G >= 1"
+    )
+    grouping.add_argument(
+        "--embedding",
+        choices=EMBEDDINGS,
+        default="simplex",
+        help="k-means space: simplex (the clipped, renormalized W; default) or hellinger "
+        "(its square root)",
+    )
+    grouping.add_argument(
+        "--eps-radius",
+        type=number,
+        default=None,
+        help="dbscan: neighbourhood radius, a Jensen-Shannon distance in bits, in (0, 1]",
+    )
+    grouping.add_argument(
+        "--min-samples",
+        type=integer,
+        default=5,
+        help="dbscan: users within --eps-radius (itself included) that make a core user "
+        "(default 5)",
+    )
+    grouping.add_argument(
+        "--max-diameter",
+        type=number,
+        default=None,
+        help="split off every user farther than D/2 (Jensen-Shannon, bits) from its group's "
+        "centroid into a group of its own, so every group has diameter <= D (section 4)",
+    )
+
+    execution = parser.add_argument_group("execution and output")
+    execution.add_argument(
+        "--seed",
+        type=integer,
+        default=None,
+        help="reproducible run (noise, clustering and a seeded, not cryptographic, shuffle); "
+        "for tests only",
+    )
+    execution.add_argument(
+        "--output",
+        required=True,
+        help="the estimated histograms: a wide table (user id, then one column per class), "
+        f"as {' or '.join(OUTPUT_SUFFIXES)} by the file's extension",
+    )
+    execution.add_argument(
+        "--report",
+        default=None,
+        help="write the JSON report (guarantee and parameters) here (default: stdout)",
+    )
+    execution.add_argument(
+        "--quiet", action="store_true", help="print no summary on stderr (errors still are)"
+    )
+    parser.set_defaults(handler=execute)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return a.samefile(b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def _check_paths(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    output = writable(args.output, "--output")
+    report = writable(args.report, "--report")
+    assert output is not None
+    suffix = output.suffix.lower()
+    if suffix not in OUTPUT_SUFFIXES:
+        raise InvalidParameterError(
+            f"--output: unsupported table format {suffix or '(no extension)'!r}; use one of "
+            f"{', '.join(OUTPUT_SUFFIXES)}"
+        )
+    if suffix != ".csv":
+        require("pyarrow.parquet", extra="parquet")
+    source = Path(args.input)
+    for flag, path in (("--output", output), ("--report", report)):
+        if path is not None and _same_file(path, source):
+            raise InvalidParameterError(
+                f"{flag} {str(path)!r} is the input file; refusing to overwrite it"
+            )
+    if report is not None and _same_file(report, output):
+        raise InvalidParameterError(f"--output and --report are the same file {str(output)!r}")
+    return output, report
+
+
+def _check_layout(args: argparse.Namespace) -> None:
+    if args.wide:
+        for flag, value in (
+            ("--class-column", args.class_column),
+            ("--count-column", args.count_column),
+        ):
+            if value is not None:
+                raise InvalidParameterError(
+                    f"{flag} is for the long layout; with --wide every column but "
+                    "--user-column is a class"
+                )
+        return
+    missing = [
+        flag
+        for flag, value in (
+            ("--user-column", args.user_column),
+            ("--class-column", args.class_column),
+        )
+        if value is None
+    ]
+    if missing:
+        raise InvalidParameterError(
+            f"the long layout needs {' and '.join(missing)} (or give --wide for one row per "
+            "user and one column per class)"
+        )
+    if args.domain is None and args.domain_file is None and args.domain_name is None:
+        raise InvalidParameterError(
+            "the long layout needs the public classes: --domain, --domain-file or --domain-name"
+        )
+
+
+def _domain(args: argparse.Namespace) -> tuple[list[str] | None, str]:
+    if args.domain is not None:
+        return parse_domain(args.domain), "declared"
+    if args.domain_file is not None:
+        return read_domain_file(args.domain_file, encoding=args.encoding), "file"
+    if args.domain_name is not None:
+        return builtin_domain(args.domain_name), f"builtin:{args.domain_name}"
+    return None, "header"
+
+
+def _protocol(args: argparse.Namespace) -> PerUserHistograms:
+    epsilon = checked(check_epsilon, args.epsilon, "--epsilon")
+    epsilon1 = checked(check_epsilon, args.epsilon1, "--epsilon1")
+    if not epsilon1 < epsilon:
+        raise InvalidParameterError(
+            f"--epsilon1 must be < --epsilon = {epsilon:g} (the released copy gets "
+            f"epsilon - epsilon1 > 0), got {epsilon1:g}"
+        )
+    c = checked(check_c, args.c, "--c")
+    if args.clustering == "kmeans":
+        if args.eps_radius is not None:
+            raise InvalidParameterError("--eps-radius is for --clustering dbscan")
+        if args.clusters is None:
+            raise InvalidParameterError("--clustering kmeans needs --clusters G (>= 1)")
+        checked(check_int, args.clusters, "--clusters", minimum=1)
+    else:
+        if args.clusters is not None:
+            raise InvalidParameterError("--clusters is for --clustering kmeans")
+        if args.eps_radius is None:
+            raise InvalidParameterError(
+                "--clustering dbscan needs --eps-radius (a Jensen-Shannon distance in (0, 1])"
+            )
+        if not 0 < args.eps_radius <= 1:
+            raise InvalidParameterError(f"--eps-radius must be in (0, 1], got {args.eps_radius:g}")
+        checked(check_int, args.min_samples, "--min-samples", minimum=1)
+    if args.max_diameter is not None and not args.max_diameter > 0:
+        raise InvalidParameterError(f"--max-diameter must be > 0, got {args.max_diameter:g}")
+    if args.seed is not None:
+        checked(check_int, args.seed, "--seed")
+    return PerUserHistograms(
+        epsilon,
+        epsilon1,
+        c,
+        calibration=args.calibration,
+        weighting=args.weighting,
+        clustering=args.clustering,
+        clusters=args.clusters,
+        eps_radius=args.eps_radius,
+        min_samples=args.min_samples,
+        max_diameter=args.max_diameter,
+        embedding=args.embedding,
+        release=args.release,
+    )
+
+
+def _load(args: argparse.Namespace) -> LoadedHistograms:
+    domain, domain_source = _domain(args)
+    na_values = DEFAULT_NA_VALUES if args.na_values is None else ("", *args.na_values.split(","))
+    delimiter = args.delimiter
+    if delimiter is not None:
+        delimiter = {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter)
+    if args.wide:
+        return load_wide_histograms(
+            args.input,
+            user_column=args.user_column,
+            domain=domain,
+            domain_source=domain_source,
+            delimiter=delimiter,
+            encoding=args.encoding,
+            na_values=na_values,
+        )
+    assert domain is not None
+    return load_long_histograms(
+        args.input,
+        user_column=args.user_column,
+        class_column=args.class_column,
+        count_column=args.count_column,
+        domain=domain,
+        domain_source=domain_source,
+        delimiter=delimiter,
+        encoding=args.encoding,
+        na_values=na_values,
+    )
+
+
+def write_estimates(
+    path: Path,
+    id_column: str,
+    user_ids: tuple[str, ...] | list[str],
+    classes: tuple[str, ...] | list[str],
+    estimates: NDArray[np.float64],
+) -> None:
+    """Write the estimates as a wide table (CSV or Parquet by suffix), atomically.
+
+    Args:
+        path: The output file (``.csv``, ``.parquet`` or ``.pq``).
+        id_column: Name of the user id column.
+        user_ids: One id per row.
+        classes: One label per column of ``estimates``.
+        estimates: n × d values.
+
+    Raises:
+        InvalidParameterError: If ``id_column`` is also a class label.
+    """
+    if id_column in classes:
+        raise InvalidParameterError(
+            f"the user id column {id_column!r} is also a class label; the output table needs "
+            "distinct column names (name the user column differently)"
+        )
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent if str(path.parent) else "."
+    )
+    os.close(fd)
+    try:
+        if path.suffix.lower() == ".csv":
+            with open(tmp, "w", encoding="utf-8", newline="") as handle:
+                writer = csv.writer(handle)
+                writer.writerow([id_column, *classes])
+                step = 1 << 14
+                for start in range(0, len(user_ids), step):
+                    block = estimates[start : start + step].tolist()
+                    ids = user_ids[start : start + step]
+                    writer.writerows([uid, *row] for uid, row in zip(ids, block, strict=True))
+        else:
+            pa = require("pyarrow", extra="parquet")
+            pq = require("pyarrow.parquet", extra="parquet")
+            columns: dict[str, Any] = {id_column: pa.array(list(user_ids), pa.string())}
+            for j, label in enumerate(classes):
+                columns[label] = pa.array(np.ascontiguousarray(estimates[:, j]))
+            pq.write_table(pa.table(columns), tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _report(
+    run: PerUserRun, data: LoadedHistograms, args: argparse.Namespace, id_column: str
+) -> dict[str, Any]:
+    report = run.report
+    not_covered: list[str] = []
+    if data.domain_source == "header":
+        not_covered.append(
+            "the class labels: they were taken from the input's header (no --domain); if the "
+            "header was derived from the data (e.g. by a pivot) it can reveal which classes occur"
+        )
+    report = report.with_context(not_covered=not_covered)
+    notes = [
+        *data.release_notes,
+        "row i of the output is the noisy normalized histogram the shuffler gave to user i "
+        "(Alg. 1 line 14): the released copy of some user of i's group, possibly i's own; "
+        "values are neither clipped nor renormalized",
+        "the groups, their sizes and the permutation are not released",
+    ]
+    return {
+        "protocol": "per-user",
+        "shuffledp_version": __version__,
+        "n": run.n,
+        "classes": list(data.classes),
+        "domain_source": data.domain_source,
+        "privacy": report.to_dict(),
+        "parameters": report.parameters,
+        "input": {
+            "file": str(args.input),
+            "layout": data.layout,
+            "user_column": args.user_column,
+            "class_column": args.class_column,
+            "count_column": args.count_column,
+        },
+        "output": {
+            "file": str(args.output),
+            "id_column": id_column,
+            "columns": [id_column, *data.classes],
+        },
+        "notes": notes,
+    }
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Run the per-user histogram protocol on the input file."""
+    _check_layout(args)
+    protocol = _protocol(args)
+    output, report_path = _check_paths(args)
+    data = _load(args)
+    id_column = args.user_column if args.user_column is not None else "user"
+    if id_column in data.classes:
+        raise InvalidParameterError(
+            f"the user id column {id_column!r} is also a class label; the output table needs "
+            "distinct column names"
+        )
+    if args.clustering == "kmeans" and args.clusters > data.n:
+        raise InvalidParameterError(
+            f"--clusters must be at most the number of users, {data.n}, got {args.clusters}"
+        )
+    run = protocol.run(data.counts, seed=args.seed)
+    result = _report(run, data, args, id_column)
+    text = json.dumps(result, indent=2) + "\n"
+    write_estimates(output, id_column, data.user_ids, data.classes, run.estimates)
+    if report_path is None:
+        sys.stdout.write(text)
+        destination = "report on stdout"
+    else:
+        write_atomically(report_path, text)
+        destination = f"report {report_path}"
+    if not args.quiet:
+        privacy = result["privacy"]
+        print(
+            f"shuffledp run per-user: {run.n} users, {len(data.classes)} classes (domain: "
+            f"{data.domain_source}), ({privacy['epsilon']:g}, 0, {protocol.c:g})-hDP per user "
+            f"[{privacy['method']}], release {protocol.release!r}; estimates {output}, "
+            f"{destination}",
+            file=sys.stderr,
+        )
+        for note in data.notes:
+            print(f"note: {note}", file=sys.stderr)
+        sizes = run.analysis.group_size_summary()
+        shown = ", ".join(f"{bucket}: {count}" for bucket, count in sizes.items())
+        print(
+            f"operator only (not released): {run.analysis.n_groups} groups; groups by size {shown}",
+            file=sys.stderr,
+        )
+        for item in privacy["not_covered"]:
+            print(f"warning: not covered by the guarantee: {item}", file=sys.stderr)
+    return 0

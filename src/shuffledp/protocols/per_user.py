@@ -1,0 +1,439 @@
+"""Per-user histograms with cluster-then-shuffle (per-user histograms paper, Alg. 1 and Alg. 2).
+
+Every user holds counts H ∈ ℕ^d and sends noisy copies of H̄ = H/s_H
+(:mod:`shuffledp.randomizers.laplace`); the shuffler groups the users on the
+first copy and shuffles the released copy within each group
+(:mod:`shuffledp.shuffler.grouped`); the server receives the ordered
+sequence Ĥ and takes Ĥ_i as user i's histogram.
+
+Release variants (``release=``):
+
+* ``"t"`` (default): groups from W (ε₁), release of the shuffled T (ε₂) only.
+* ``"r"``: Alg. 1 as printed: groups from W, release of the shuffled
+  R = a·W + (1 − a)·T (a reproduction).
+* ``"single"``: Alg. 2 (App. B, Thm 1): one copy Z with the whole ε both
+  clusters and is released (the attack demonstration).
+* baselines: ``"laplace-ldp"`` (each user's own copy, unshuffled; R or T by
+  ``baseline_copy``), ``"laplace-full"`` (one Lap copy with the whole ε,
+  unshuffled: the naive solution of §3.1), ``"uniform-shuffle"`` (one uniform
+  shuffle of all users' copies), ``"oracle"`` (the generator's true clusters,
+  shuffled within them; needs ``true_labels``).
+
+Guarantee. Every variant releases post-processing of local Laplace reports
+whose total budget is ε (ε₁ + ε₂ by basic composition, or one copy of ε), so
+each is (ε, 0, c)-hDP per user (Def. 3) in the worst case, whatever the
+grouping. The report states exactly that (method
+``per-user-laplace-local``, bound ``upper``) and nothing data-dependent: no
+per-user amplified ε′ (Thm 2 is data-dependent, §4) and no group sizes.
+Whether the shuffle amplifies is the business of
+:mod:`shuffledp.accounting.per_user`, which reads :class:`PerUserAnalysis`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+import numpy as np
+from numpy.typing import NDArray
+
+from shuffledp._rng import SeedLike, make_rng
+from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
+from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
+from shuffledp.randomizers.laplace import (
+    Calibration,
+    HistogramLaplaceRandomizer,
+    Weighting,
+    check_c,
+    check_counts,
+    combine_weight,
+    copy_variances,
+    laplace_scale,
+)
+from shuffledp.shuffler.grouped import (
+    Clustering,
+    ClusteringConfig,
+    Embedding,
+    cluster_users,
+    group_size_summary,
+    grouped_permutation,
+)
+
+__all__ = [
+    "BASELINE_COPIES",
+    "NEIGHBOURING",
+    "PER_USER_METHOD",
+    "RELEASES",
+    "PerUserAnalysis",
+    "PerUserHistograms",
+    "PerUserRun",
+]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+Release = Literal["t", "r", "single", "laplace-ldp", "laplace-full", "uniform-shuffle", "oracle"]
+BaselineCopy = Literal["t", "r"]
+
+#: Release variants (module docstring).
+RELEASES: tuple[str, ...] = get_args(Release)
+#: The copy the ``laplace-ldp``, ``uniform-shuffle`` and ``oracle`` baselines release.
+BASELINE_COPIES: tuple[str, ...] = get_args(BaselineCopy)
+#: The method name of every variant's report.
+PER_USER_METHOD = "per-user-laplace-local"
+#: Def. 3's neighbouring relation.
+NEIGHBOURING = "replace-one-c-neighbouring"
+
+_ONE_COPY = ("single", "laplace-full")
+_CLUSTERED = ("t", "r", "single")
+
+
+@dataclass(frozen=True, repr=False)
+class PerUserAnalysis:
+    """What the shuffler saw and did: for privacy analysis and experiments, never released.
+
+    Attributes:
+        normalized: H̄, the users' normalized histograms (n × d).
+        w: The clustering copy W = H̄ + Lap(b₁) (for ``single`` and
+            ``laplace-full``: the one copy Z; then ``w``, ``t`` and ``r`` are Z).
+        t: T = H̄ + Lap(b₂).
+        r: R = a·W + (1 − a)·T.
+        released_copy: Which copy was shuffled and released: ``"t"``, ``"r"`` or ``"z"``.
+        labels: Group of every user (all 0 for ``uniform-shuffle``; one group
+            per user when nothing is shuffled).
+        permutation: ``estimates[i] = copy[permutation[i]]``.
+        weight: a, the weight of W in R (``None`` with one copy).
+        true_labels: The generator's clusters when given.
+    """
+
+    normalized: FloatArray
+    w: FloatArray
+    t: FloatArray
+    r: FloatArray
+    released_copy: str
+    labels: IntArray
+    permutation: IntArray
+    weight: float | None
+    true_labels: IntArray | None = None
+
+    @property
+    def n_groups(self) -> int:
+        """Number of groups (singletons included)."""
+        return int(np.unique(self.labels).shape[0])
+
+    @property
+    def group_sizes(self) -> IntArray:
+        """Size of the group of every user."""
+        _, inverse, counts = np.unique(self.labels, return_inverse=True, return_counts=True)
+        return np.asarray(counts[inverse.reshape(-1)], dtype=np.int64)
+
+    def group_size_summary(self) -> dict[str, int]:
+        """Groups counted by size bucket (for the operator; data-dependent)."""
+        return group_size_summary(self.labels)
+
+    @property
+    def moved(self) -> NDArray[np.bool_]:
+        """Whether each position received another user's value."""
+        return np.asarray(self.permutation != np.arange(self.permutation.shape[0]))
+
+
+@dataclass(frozen=True, repr=False)
+class PerUserRun:
+    """One run: the release (``estimates``, ``report``) and the analysis-only record.
+
+    Attributes:
+        estimates: The released Ĥ in user order (n × d): row i is what the
+            server takes as user i's normalized histogram.
+        report: The worst-case guarantee, (ε, 0, c)-hDP per user.
+        analysis: W, T, R, groups and permutation; NEVER part of the release.
+    """
+
+    estimates: FloatArray
+    report: PrivacyReport
+    analysis: PerUserAnalysis = field(repr=False)
+
+    @property
+    def n(self) -> int:
+        """Number of users."""
+        return int(self.estimates.shape[0])
+
+    def __repr__(self) -> str:
+        return (
+            f"PerUserRun(n={self.n}, d={self.estimates.shape[1]}, "
+            f"epsilon={self.report.epsilon:g}, release={self.report.parameters['release']!r})"
+        )
+
+
+class PerUserHistograms:
+    """The per-user histogram protocol (Alg. 1; Alg. 2 and baselines by ``release``).
+
+    Args:
+        epsilon: Total per-user budget ε > 0.
+        epsilon1: The clustering copy's budget, 0 < ε₁ < ε (T gets ε₂ = ε − ε₁).
+            Unused by ``single`` and ``laplace-full`` (one copy with the whole ε).
+        c: Def. 1's neighbouring fraction, in (0, 1].
+        calibration: ``"proven"`` (Lap(c/ε), default) or ``"paper"`` (Lap(2c/ε)).
+        weighting: R's weights: ``"min-variance"`` (App. D, default) or ``"printed"``.
+        clustering: ``"kmeans"`` or ``"dbscan"`` (line 9).
+        clusters: G for k-means.
+        eps_radius: DBSCAN's radius (Jensen–Shannon distance in bits, (0, 1]).
+        min_samples: DBSCAN's core-point threshold.
+        max_diameter: §4's maximum group diameter (JS distance) or ``None``.
+        embedding: k-means on P (``"simplex"``) or √P (``"hellinger"``).
+        n_init: k-means restarts.
+        release: The variant (module docstring), default ``"t"``.
+        baseline_copy: What ``laplace-ldp``, ``uniform-shuffle`` and ``oracle``
+            release: ``"t"`` (default) or ``"r"``.
+
+    Raises:
+        InvalidParameterError: On any parameter outside its range.
+    """
+
+    def __init__(
+        self,
+        epsilon: float,
+        epsilon1: float,
+        c: float,
+        *,
+        calibration: Calibration = "proven",
+        weighting: Weighting = "min-variance",
+        clustering: Clustering = "kmeans",
+        clusters: int | None = None,
+        eps_radius: float | None = None,
+        min_samples: int = 5,
+        max_diameter: float | None = None,
+        embedding: Embedding = "simplex",
+        n_init: int = 1,
+        release: Release = "t",
+        baseline_copy: BaselineCopy = "t",
+    ) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        self.epsilon1 = check_epsilon(epsilon1, "epsilon1")
+        if not self.epsilon1 < self.epsilon:
+            raise InvalidParameterError(
+                f"epsilon1 must be < epsilon = {self.epsilon:g} (T gets epsilon - epsilon1 > 0), "
+                f"got {self.epsilon1:g}"
+            )
+        self.epsilon2 = self.epsilon - self.epsilon1
+        self.c = check_c(c)
+        # Checks calibration and weighting.
+        self.scale_w = laplace_scale(self.epsilon1, self.c, calibration)
+        self.scale_t = laplace_scale(self.epsilon2, self.c, calibration)
+        self.scale_z = laplace_scale(self.epsilon, self.c, calibration)
+        self.weight = combine_weight(self.epsilon1, self.epsilon2, weighting)
+        self.calibration = calibration
+        self.weighting = weighting
+        if release not in RELEASES:
+            raise InvalidParameterError(
+                f"release must be one of {', '.join(RELEASES)}, got {release!r}"
+            )
+        if baseline_copy not in BASELINE_COPIES:
+            raise InvalidParameterError(
+                f"baseline_copy must be one of {', '.join(BASELINE_COPIES)}, got {baseline_copy!r}"
+            )
+        self.release: Release = release
+        self.baseline_copy: BaselineCopy = baseline_copy
+        self.clustering: ClusteringConfig | None = None
+        if release in _CLUSTERED:
+            self.clustering = ClusteringConfig(
+                method=clustering,
+                clusters=clusters,
+                eps_radius=eps_radius,
+                min_samples=min_samples,
+                max_diameter=max_diameter,
+                embedding=embedding,
+                n_init=n_init,
+            )
+
+    @property
+    def copies(self) -> int:
+        """Noisy copies each user sends: 1 (``single``, ``laplace-full``) or 2."""
+        return 1 if self.release in _ONE_COPY else 2
+
+    @property
+    def released_copy(self) -> str:
+        """The copy whose (shuffled) values are released: ``"t"``, ``"r"`` or ``"z"``."""
+        if self.release in _ONE_COPY:
+            return "z"
+        if self.release in ("t", "r"):
+            return self.release
+        return self.baseline_copy
+
+    def noise_variance(self) -> float:
+        """Per-coordinate variance of the released copy's noise (2b² sums; module docs)."""
+        if self.copies == 1:
+            return 2.0 * self.scale_z**2
+        v = copy_variances(
+            self.epsilon,
+            self.epsilon1,
+            self.c,
+            calibration=self.calibration,
+            weighting=self.weighting,
+        )
+        return v.t if self.released_copy == "t" else v.r
+
+    def parameters(self) -> dict[str, Any]:
+        """The data-independent parameters, JSON-serialisable (for the report)."""
+        out: dict[str, Any] = {
+            "release": self.release,
+            "released_copy": self.released_copy,
+            "epsilon": self.epsilon,
+            "c": self.c,
+            "calibration": self.calibration,
+            "copies": self.copies,
+        }
+        if self.copies == 2:
+            out.update(
+                epsilon1=self.epsilon1,
+                epsilon2=self.epsilon2,
+                laplace_scale_w=self.scale_w,
+                laplace_scale_t=self.scale_t,
+                weighting=self.weighting,
+                weight_w=self.weight,
+            )
+        else:
+            out["laplace_scale"] = self.scale_z
+        if self.clustering is not None:
+            out.update(self.clustering.to_dict())
+        out["noise_variance_per_coordinate"] = self.noise_variance()
+        return out
+
+    def privacy_report(self, n: int) -> PrivacyReport:
+        """Return the worst-case guarantee of every variant: (ε, 0, c)-hDP per user.
+
+        Args:
+            n: Number of users.
+        """
+        n = check_int(n, "n", minimum=1)
+        if self.copies == 2:
+            how = (
+                f"each user sends W = H/s + Lap({self.scale_w:.6g}) (epsilon1 = "
+                f"{self.epsilon1:g}) and T = H/s + Lap({self.scale_t:.6g}) (epsilon2 = "
+                f"{self.epsilon2:g}) per class; the L1 sensitivity of H/s under Def. 1 is c, so "
+                "the pair is (epsilon1 + epsilon2)-hLDP by basic composition"
+            )
+        else:
+            how = (
+                f"each user sends Z = H/s + Lap({self.scale_z:.6g}) per class; the L1 "
+                "sensitivity of H/s under Def. 1 is c, so Z is epsilon-hLDP"
+            )
+        notes = (
+            f"{how}; the grouping and the shuffle are post-processing of these local "
+            "reports, so the release is (epsilon, 0, c)-hDP for every user whatever the "
+            "groups; no amplification by shuffling is claimed here"
+        )
+        if self.calibration == "paper":
+            notes += (
+                "; calibration 'paper' adds Lap(2c/epsilon), twice the noise this guarantee "
+                "needs (the same release is also (epsilon/2, 0, c)-hDP)"
+            )
+        assumptions = [
+            "each user contributes one histogram; neighbouring datasets replace one user's "
+            "histogram H by a c-neighbour H' (Def. 1: the same total s, "
+            "||H - H'||_1 <= floor(c s))",
+        ]
+        if self.release not in ("laplace-ldp", "laplace-full"):
+            assumptions.append(
+                "the shuffler is trusted: it sees every user's noisy copies with their "
+                "identities and releases only the shuffled sequence"
+            )
+        if self.release == "oracle":
+            assumptions.append(
+                "the groups are given labels treated as public and fixed independently of "
+                "the users' histograms; the guarantee does not hold if they were derived "
+                "from the private data"
+            )
+        return PrivacyReport(
+            guarantee=ApproxDP(self.epsilon, 0.0),
+            method=PER_USER_METHOD,
+            bound=BoundKind.UPPER,
+            n=n,
+            neighbouring=NEIGHBOURING,
+            parameters=self.parameters(),
+            notes=notes,
+            assumptions=tuple(assumptions),
+        )
+
+    def run(
+        self,
+        counts: NDArray[np.integer] | NDArray[np.floating],
+        *,
+        seed: SeedLike = None,
+        true_labels: NDArray[np.integer] | None = None,
+    ) -> PerUserRun:
+        """Run the protocol on every user's counts.
+
+        Args:
+            counts: n × d non-negative integer counts, one row per user, each
+                with a positive total.
+            seed: ``None``: noise and k-means from OS entropy and a CSPRNG
+                shuffle (deployments); an int or a generator: everything
+                reproducible, with a seeded (not cryptographic) shuffle.
+            true_labels: The users' true clusters (needed by ``oracle``; kept
+                in the analysis otherwise).
+
+        Raises:
+            DataError: On bad counts (naming the user and value).
+            InvalidParameterError: If ``oracle`` lacks ``true_labels``, or G > n.
+        """
+        h = check_counts(counts)
+        n = h.shape[0]
+        labels_true: IntArray | None = None
+        if true_labels is not None:
+            labels_true = np.asarray(true_labels)
+            if labels_true.shape != (n,) or not np.issubdtype(labels_true.dtype, np.integer):
+                raise InvalidParameterError(
+                    f"true_labels must be {n} integer labels, got {labels_true.dtype} "
+                    f"{labels_true.shape}"
+                )
+            labels_true = labels_true.astype(np.int64)
+        if self.release == "oracle" and labels_true is None:
+            raise InvalidParameterError("release='oracle' needs true_labels")
+        normalized = h / h.sum(axis=1, keepdims=True)
+        noise_rng, cluster_rng, shuffle_rng = make_rng(seed).spawn(3)
+        shuffle_seed: SeedLike = None if seed is None else shuffle_rng
+        weight: float | None = None
+        if self.copies == 1:
+            z = HistogramLaplaceRandomizer(
+                self.epsilon, self.c, calibration=self.calibration
+            ).randomize(normalized, noise_rng)
+            w = t = r = z
+            released = z
+        else:
+            w = HistogramLaplaceRandomizer(
+                self.epsilon1, self.c, calibration=self.calibration
+            ).randomize(normalized, noise_rng)
+            t = HistogramLaplaceRandomizer(
+                self.epsilon2, self.c, calibration=self.calibration
+            ).randomize(normalized, noise_rng)
+            weight = self.weight
+            r = weight * w + (1.0 - weight) * t
+            released = t if self.released_copy == "t" else r
+        if self.release in _CLUSTERED:
+            assert self.clustering is not None
+            labels = cluster_users(w, self.clustering, cluster_rng)
+        elif self.release == "uniform-shuffle":
+            labels = np.zeros(n, dtype=np.int64)
+        elif self.release == "oracle":
+            assert labels_true is not None
+            labels = labels_true
+        else:  # laplace-ldp, laplace-full: nothing is shuffled
+            labels = np.arange(n, dtype=np.int64)
+        if self.release in ("laplace-ldp", "laplace-full"):
+            perm = np.arange(n, dtype=np.int64)
+        else:
+            perm = grouped_permutation(labels, shuffle_seed)
+        analysis = PerUserAnalysis(
+            normalized=normalized,
+            w=w,
+            t=t,
+            r=r,
+            released_copy=self.released_copy,
+            labels=labels,
+            permutation=perm,
+            weight=weight,
+            true_labels=labels_true,
+        )
+        return PerUserRun(
+            estimates=released[perm], report=self.privacy_report(n), analysis=analysis
+        )
