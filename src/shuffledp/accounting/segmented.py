@@ -613,9 +613,18 @@ def _grid_points(
     return out
 
 
-#: Blanket rates searched when none is given: the paper's range, log-spaced.
+#: Blanket rates searched when none is given: the paper's range, log-spaced, with every
+#: integer moved just above itself (at an integer rate with γ = 1 the total message count
+#: shows whether the victim sent anything, and the certified rate collapses) and the
+#: points just above 1–5 added (the best rate often sits just above an integer).
 DEFAULT_BLANKET_GRID: tuple[float, ...] = tuple(
-    float(x) for x in np.round(np.geomspace(0.1, 10.0, 20), 4)
+    sorted(
+        {
+            float(x) + (0.02 if float(x).is_integer() else 0.0)
+            for x in np.round(np.geomspace(0.1, 10.0, 20), 4)
+        }
+        | {j + 0.02 for j in range(1, 6)}
+    )
 )
 
 

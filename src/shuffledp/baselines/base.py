@@ -225,7 +225,9 @@ class SetFrequencyMechanism(Protocol):
     the mechanism serves.
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The baseline's name, as in the experiment's tables."""
 
     @property
     def n(self) -> int:

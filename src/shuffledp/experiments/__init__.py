@@ -6,5 +6,18 @@ from shuffledp.experiments.krr_vs_gaussian import (
     discretized_normal,
     run_krr_vs_gaussian,
 )
+from shuffledp.experiments.segmented import (
+    SegmentedExperimentConfig,
+    run_segmented_experiment,
+    whole_set_lower_delta,
+)
 
-__all__ = ["DataSet", "ExperimentConfig", "discretized_normal", "run_krr_vs_gaussian"]
+__all__ = [
+    "DataSet",
+    "ExperimentConfig",
+    "SegmentedExperimentConfig",
+    "discretized_normal",
+    "run_krr_vs_gaussian",
+    "run_segmented_experiment",
+    "whole_set_lower_delta",
+]
