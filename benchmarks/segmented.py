@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from shuffledp.accounting.segmented import optimize_parameters
+from shuffledp.accounting.segmented import DEFAULT_BLANKET_GRID, optimize_parameters
 from shuffledp.protocols.segmented import SegmentedProtocol, largest_remainder
 
 LEVELS = (0.5, 1.0, 2.0)
@@ -53,7 +53,7 @@ def _calibration(n: int) -> dict[str, Any]:
     return {
         "n": n,
         "seconds": seconds,
-        "grid_points": 20,
+        "grid_points": len(DEFAULT_BLANKET_GRID),
         "workers": os.cpu_count(),
         "blanket_rate": params.blanket_rate,
         "lambda": list(params.report_probabilities),

@@ -225,6 +225,7 @@ def calibrate_level(
     blanket_rate: float,
     variant: Variant = "paper",
     start: float | None = None,
+    failing: float | None = None,
     rtol: float = 1e-3,
 ) -> float:
     """Return the largest λ (to relative ``rtol``, rounded down) that certifies (ε, δ).
@@ -233,7 +234,8 @@ def calibrate_level(
     ``dummy``: a smaller λ is the larger one passed through a randomized
     response, the same kernel under both datasets). Returns 0.0 when no λ > 0
     is certified. ``start`` (a λ certified at a nearby blanket rate) brackets
-    the search.
+    the search; ``failing`` (a λ above ``start`` known not to certify, e.g.
+    from a coarser search at the same rate) closes the bracket.
 
     Raises:
         InvalidParameterError: On a bad parameter.
@@ -254,10 +256,14 @@ def calibrate_level(
         )
         return value <= delta
 
-    if passes(1.0):
+    bracketed = start is not None and failing is not None and 0.0 < start < failing <= 1.0
+    if not bracketed and passes(1.0):
         return 1.0
     lo, hi = 0.0, 1.0
-    if start is not None and 0.0 < start < 1.0:
+    if bracketed:
+        assert start is not None and failing is not None
+        lo, hi = start, failing  # both known: the caller's coarser search
+    elif start is not None and 0.0 < start < 1.0:
         probe = start
         if passes(probe):
             lo = probe
@@ -586,11 +592,17 @@ def _split(grid: tuple[float, ...], workers: int) -> list[tuple[float, ...]]:
     return [grid[i : i + size] for i in range(0, len(grid), size)]
 
 
+#: Relative precision of λ while the grid is searched; the chosen m is then refined to 1e-3.
+_SEARCH_RTOL = 1e-2
+
+
 def _grid_points(
-    job: tuple[tuple[float, ...], tuple[float, ...], tuple[int, ...], float, int, int, Variant],
+    job: tuple[
+        tuple[float, ...], tuple[float, ...], tuple[int, ...], float, int, int, Variant, float
+    ],
 ) -> list[tuple[float, float, tuple[float, ...]]]:
     """(m, error bound, λ per level) for each blanket rate of one part of the grid."""
-    rates, epsilons, counts, delta, d_msg, s, variant = job
+    rates, epsilons, counts, delta, d_msg, s, variant, rtol = job
     n = sum(counts)
     previous: list[float | None] = [None] * len(epsilons)
     out = []
@@ -606,6 +618,7 @@ def _grid_points(
                 blanket_rate=m,
                 variant=variant,
                 start=previous[k],
+                rtol=rtol,
             )
             lams.append(lam)
             previous[k] = lam if lam > 0 else None
@@ -613,18 +626,13 @@ def _grid_points(
     return out
 
 
-#: Blanket rates searched when none is given: the paper's range, log-spaced, with every
-#: integer moved just above itself (at an integer rate with γ = 1 the total message count
-#: shows whether the victim sent anything, and the certified rate collapses) and the
-#: points just above 1–5 added (the best rate often sits just above an integer).
-DEFAULT_BLANKET_GRID: tuple[float, ...] = tuple(
-    sorted(
-        {
-            float(x) + (0.02 if float(x).is_integer() else 0.0)
-            for x in np.round(np.geomspace(0.1, 10.0, 20), 4)
-        }
-        | {j + 0.02 for j in range(1, 6)}
-    )
+#: Blanket rates searched when none is given (20 points over the paper's range 0.1–10):
+#: log-spaced below 1, and above 1 mostly just above an integer. At an integer rate with
+#: γ = 1 the total message count shows whether the victim sent anything and the certified
+#: λ collapses, while the best rate often sits just above an integer.
+DEFAULT_BLANKET_GRID: tuple[float, ...] = (
+    *(float(x) for x in np.round(np.geomspace(0.1, 0.9, 10), 4)),
+    *(1.02, 1.5, 2.02, 2.5, 3.02, 4.02, 5.02, 6.5, 8.02, 10.02),
 )
 
 
@@ -658,7 +666,8 @@ def optimize_parameters(
         padding: Whether the message domain includes the padding symbol.
         variant: ``"paper"`` or ``"dummy"``.
         blanket_rate: A fixed m, or ``None`` to search ``blanket_grid``.
-        blanket_grid: Rates to search (default: 20 log-spaced from 0.1 to 10).
+        blanket_grid: Rates to search (default: :data:`DEFAULT_BLANKET_GRID`, 20 rates from
+            0.1 to 10).
         with_paper: Also compute what Eq. 7 would choose (for reports).
         workers: Processes that share the grid (default: one per core; 1 runs
             in this process).
@@ -691,7 +700,10 @@ def optimize_parameters(
         else tuple(blanket_grid if blanket_grid is not None else DEFAULT_BLANKET_GRID)
     )
     chunks = _split(grid, workers if workers is not None else (os.cpu_count() or 1))
-    jobs = [(chunk, epsilons, counts, delta, d_msg, s, variant) for chunk in chunks]
+    # Search the grid with λ to 1%, then refine the chosen m's λ to 0.1% (every λ is
+    # certified either way; only the choice of m uses the coarser values).
+    search_rtol = _SEARCH_RTOL if len(grid) > 1 else 1e-3
+    jobs = [(chunk, epsilons, counts, delta, d_msg, s, variant, search_rtol) for chunk in chunks]
     if len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
             results = [point for part in pool.map(_grid_points, jobs) for point in part]
@@ -708,6 +720,24 @@ def optimize_parameters(
             f"no report probability is certified for every level at delta={delta:g} "
             f"with blanket rates {list(grid)}; raise the blanket rate or delta"
         )
+    if search_rtol > 1e-3:
+        lams = tuple(
+            calibrate_level(
+                eps,
+                delta,
+                message_domain=d_msg,
+                items=s,
+                n=n,
+                blanket_rate=m,
+                variant=variant,
+                start=lam,
+                failing=min(1.0, lam * (1.0 + search_rtol)),
+            )
+            if 0.0 < lam < 1.0
+            else lam
+            for eps, lam in zip(epsilons, lams, strict=True)
+        )
+        bound = error_bound(m, lams, counts, items=s, variant=variant)
     potential, gamma = blanket_tries(n, m)
     out = []
     for eps, count, lam in zip(epsilons, counts, lams, strict=True):
