@@ -1,4 +1,9 @@
-"""``shuffledp demo``: FLIP end to end on built-in Zipf data (what ``make demo`` runs)."""
+"""``shuffledp demo``: FLIP end to end on built-in Zipf data (what ``make demo`` runs).
+
+``--deploy`` runs it through the real services instead (analyzer and shuffler
+as child processes on loopback, HTTP, HPKE, SQLite): see
+:mod:`shuffledp.service.deploy_demo`.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +27,9 @@ HELP = "FLIP end to end on built-in Zipf data"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
-    parser.add_argument("--n", type=integer, default=100_000, help="users (default 100000)")
+    parser.add_argument(
+        "--n", type=integer, default=None, help="users (default 100000; 2000 with --deploy)"
+    )
     parser.add_argument(
         "--domain-size", type=integer, default=100, help="number of values (default 100)"
     )
@@ -36,12 +43,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="demo-output",
         help="where the plot and JSON go (default demo-output)",
     )
+    parser.add_argument(
+        "--deploy",
+        action="store_true",
+        help="run through the real services: analyzer and shuffler as local processes, "
+        "encrypted client submissions over HTTP (needs the service extra)",
+    )
     parser.set_defaults(handler=execute)
 
 
 def execute(args: argparse.Namespace) -> int:
     """Run FLIP on Zipf data and print how close the estimate is."""
-    n = checked(check_int, args.n, "--n", minimum=2)
+    default_n = 2000 if args.deploy else 100_000
+    n = checked(check_int, default_n if args.n is None else args.n, "--n", minimum=2)
     d = checked(check_int, args.domain_size, "--domain-size", minimum=2)
     epsilon = checked(check_epsilon, args.epsilon, "--epsilon")
     delta = checked(check_delta, args.delta, "--delta")
@@ -50,6 +64,13 @@ def execute(args: argparse.Namespace) -> int:
     out_dir = Path(args.output_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise InvalidParameterError(f"--output-dir: {str(out_dir)!r} is not a directory")
+    if args.deploy:
+        from shuffledp.service._extra import require_service_extra
+
+        require_service_extra()
+        from shuffledp.service.deploy_demo import run_deploy_demo
+
+        return run_deploy_demo(n, d, epsilon, delta, args.seed, out_dir)
     from shuffledp.plotting import Z95, plot_histogram_estimate, require_matplotlib
 
     require_matplotlib()

@@ -1,0 +1,66 @@
+"""``shuffledp analyzer publish``: the estimate over every aggregated batch, from the store.
+
+The JSON has the shape of ``shuffledp run flip|krr`` plus a ``service``
+section; see :mod:`shuffledp.service.release`. It can run while the analyzer
+serves (it only reads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from shuffledp.cli._common import writable, write_atomically
+
+NAME = "publish"
+HELP = "write the estimate and its privacy report from the analyzer's store"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``analyzer publish``'s options."""
+    parser.add_argument("--task", required=True, help="the task document")
+    parser.add_argument("--store", required=True, help="the analyzer's store (sqlite:///...)")
+    parser.add_argument("--output", default=None, help="the JSON release (default: stdout)")
+    parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    parser.set_defaults(handler=execute)
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Publish the release."""
+    from shuffledp.service._extra import require_service_extra
+
+    require_service_extra()
+    from shuffledp.service.release import build_release
+    from shuffledp.service.store import open_analyzer_store
+    from shuffledp.service.task import load_task
+
+    output = writable(args.output, "--output")
+    task = load_task(args.task)
+    store = open_analyzer_store(args.store, task.task_id, read_only=True)
+    try:
+        totals = store.totals(task.domain_size)
+    finally:
+        store.close()
+    result = build_release(task, totals)
+    text = json.dumps(result, indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_atomically(output, text)
+    if not args.quiet:
+        privacy = result["privacy"]
+        print(
+            f"shuffledp analyzer publish: {result['n']} users in {totals.n_batches} batch(es), "
+            f"({privacy['epsilon']:g}, {privacy['delta']:.3g})-DP certified for the smallest "
+            f"batch of {totals.smallest_batch_users} users [{privacy['method']}]; result: "
+            f"{output or 'stdout'}",
+            file=sys.stderr,
+        )
+        if totals.pending_batches:
+            print(
+                f"note: {totals.pending_batches} batch(es) received but not aggregated yet are "
+                "not included; publish again once the analyzer has aggregated them",
+                file=sys.stderr,
+            )
+    return 0

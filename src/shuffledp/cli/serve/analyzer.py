@@ -1,0 +1,69 @@
+"""``shuffledp serve analyzer``: the analyzer service (see :mod:`shuffledp.service.analyzer`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from shuffledp._validation import check_int
+from shuffledp.cli._common import checked, integer, writable
+
+NAME = "analyzer"
+HELP = "receive batches from the shuffler, decrypt and count them, serve the estimate"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``serve analyzer``'s options."""
+    parser.add_argument("--task", required=True, help="the task document")
+    parser.add_argument("--key", required=True, help="the analyzer's private key file")
+    parser.add_argument(
+        "--store", required=True, help="sqlite:///relative.db or sqlite:////absolute.db"
+    )
+    parser.add_argument(
+        "--listen", default="127.0.0.1:8081", help="HOST:PORT (default 127.0.0.1:8081; port 0: any)"
+    )
+    parser.add_argument(
+        "--forward-token-file", required=True, help="bearer secret the shuffler sends"
+    )
+    parser.add_argument(
+        "--max-body-bytes", type=integer, default=None, help="largest batch (default 512 MiB)"
+    )
+    parser.add_argument("--port-file", default=None, help="write the bound port here")
+    parser.add_argument("--ssl-certfile", default=None, help="serve HTTPS with this certificate")
+    parser.add_argument("--ssl-keyfile", default=None, help="the certificate's private key")
+    parser.set_defaults(handler=execute)
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Run the analyzer until interrupted."""
+    from shuffledp.service._extra import require_service_extra
+
+    require_service_extra()
+    from shuffledp.service import analyzer
+    from shuffledp.service._server import configure_logging, parse_listen, serve
+    from shuffledp.service.secretfile import read_secret_file
+    from shuffledp.service.store import check_store_url, open_analyzer_store
+    from shuffledp.service.task import load_private_key, load_task
+
+    parse_listen(args.listen)
+    check_store_url(args.store)
+    max_body = analyzer.DEFAULT_MAX_BATCH_BYTES
+    if args.max_body_bytes is not None:
+        max_body = checked(check_int, args.max_body_bytes, "--max-body-bytes", minimum=1024)
+    port_file = writable(args.port_file, "--port-file")
+    task = load_task(args.task)
+    key = load_private_key(args.key, task)
+    forward_token = read_secret_file(args.forward_token_file, "forward token")
+    configure_logging()
+    store = open_analyzer_store(args.store, task.task_id)
+    app = analyzer.create_analyzer_app(
+        task, key, store, forward_token=forward_token, max_body_bytes=max_body
+    )
+    serve(
+        app,
+        args.listen,
+        port_file=None if port_file is None else Path(port_file),
+        ssl_certfile=args.ssl_certfile,
+        ssl_keyfile=args.ssl_keyfile,
+    )
+    return 0

@@ -1,0 +1,95 @@
+"""``shuffledp serve shuffler``: the shuffler service (see :mod:`shuffledp.service.shuffler`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from shuffledp._validation import InvalidParameterError, check_int
+from shuffledp.cli._common import checked, integer, writable
+
+NAME = "shuffler"
+HELP = "collect encrypted submissions, batch them once enough users wait, forward to the analyzer"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``serve shuffler``'s options."""
+    parser.add_argument("--task", required=True, help="the task document")
+    parser.add_argument(
+        "--store", required=True, help="sqlite:///relative.db or sqlite:////absolute.db"
+    )
+    parser.add_argument(
+        "--listen", default="127.0.0.1:8080", help="HOST:PORT (default 127.0.0.1:8080; port 0: any)"
+    )
+    parser.add_argument("--forward", required=True, help="the analyzer's base URL")
+    parser.add_argument(
+        "--forward-token-file", required=True, help="bearer secret shared with the analyzer"
+    )
+    parser.add_argument(
+        "--token-key-file",
+        default=None,
+        help="client-token key (required when the task admits one submission per client)",
+    )
+    parser.add_argument(
+        "--max-body-bytes", type=integer, default=None, help="largest request (default 4 MiB)"
+    )
+    parser.add_argument(
+        "--max-submissions-per-request", type=integer, default=None, help="default 1000"
+    )
+    parser.add_argument("--port-file", default=None, help="write the bound port here")
+    parser.add_argument("--ssl-certfile", default=None, help="serve HTTPS with this certificate")
+    parser.add_argument("--ssl-keyfile", default=None, help="the certificate's private key")
+    parser.set_defaults(handler=execute)
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Run the shuffler until interrupted."""
+    from shuffledp.service._extra import require_service_extra
+
+    require_service_extra()
+    from shuffledp.service import shuffler
+    from shuffledp.service._server import configure_logging, parse_listen, serve
+    from shuffledp.service.secretfile import read_secret_file
+    from shuffledp.service.store import check_store_url, open_shuffler_store
+    from shuffledp.service.task import load_task
+    from shuffledp.service.tokens import load_token_key
+
+    parse_listen(args.listen)
+    check_store_url(args.store)
+    if not args.forward.startswith(("http://", "https://")):
+        raise InvalidParameterError(f"--forward must be an http(s):// URL, got {args.forward!r}")
+    max_body = shuffler.DEFAULT_MAX_BODY_BYTES
+    if args.max_body_bytes is not None:
+        max_body = checked(check_int, args.max_body_bytes, "--max-body-bytes", minimum=1024)
+    max_subs = shuffler.DEFAULT_MAX_SUBMISSIONS_PER_REQUEST
+    if args.max_submissions_per_request is not None:
+        max_subs = checked(
+            check_int, args.max_submissions_per_request, "--max-submissions-per-request", minimum=1
+        )
+    port_file = writable(args.port_file, "--port-file")
+    task = load_task(args.task)
+    forward_token = read_secret_file(args.forward_token_file, "forward token")
+    token_key = None if args.token_key_file is None else load_token_key(args.token_key_file)
+    if task.one_submission_per_client and token_key is None:
+        raise InvalidParameterError(
+            "the task admits one submission per client: --token-key-file is required"
+        )
+    configure_logging()
+    store = open_shuffler_store(args.store, task.task_id)
+    app = shuffler.create_shuffler_app(
+        task,
+        store,
+        forward_url=args.forward,
+        forward_token=forward_token,
+        token_key=token_key,
+        max_body_bytes=max_body,
+        max_submissions_per_request=max_subs,
+    )
+    serve(
+        app,
+        args.listen,
+        port_file=None if port_file is None else Path(port_file),
+        ssl_certfile=args.ssl_certfile,
+        ssl_keyfile=args.ssl_keyfile,
+    )
+    return 0

@@ -1,0 +1,141 @@
+"""``shuffledp task create``: calibrate a protocol for a minimum batch and make the analyzer's key.
+
+Writes the public task document (``--out``), the analyzer's private key
+(``--key-out``, mode 0600, never overwritten), and optionally the bearer
+secret the shuffler uses to forward batches (``--forward-token-out``) and the
+key that signs client tokens (``--token-key-out``, needed with
+``--one-submission-per-client``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+from pathlib import Path
+
+from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
+from shuffledp.cli._common import checked, integer, number, writable
+from shuffledp.data.domains import builtin_domain, builtin_domain_names, read_domain_file
+from shuffledp.data.encoding import parse_domain
+
+NAME = "create"
+HELP = "create a task: calibrated parameters, domain, minimum batch, analyzer key pair"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``task create``'s options."""
+    parser.add_argument("--protocol", choices=("flip", "krr"), required=True)
+    domain = parser.add_argument_group("public domain (one of these is required)")
+    source = domain.add_mutually_exclusive_group(required=True)
+    source.add_argument("--domain", help="comma-separated labels, in bin order (spaces trimmed)")
+    source.add_argument("--domain-file", help="file with one label per line, kept exactly")
+    source.add_argument(
+        "--domain-name",
+        help=f"a built-in domain: {', '.join(builtin_domain_names())}, or range:LO-HI",
+    )
+    domain.add_argument("--encoding", default="utf-8", help="domain file encoding (default utf-8)")
+    privacy = parser.add_argument_group("privacy target")
+    privacy.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
+    privacy.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
+    privacy.add_argument(
+        "--min-batch-users",
+        required=True,
+        type=integer,
+        help="n: the parameters are calibrated for n users and the shuffler forwards no "
+        "batch of fewer (the guarantee holds for every batch of at least n)",
+    )
+    privacy.add_argument(
+        "--one-submission-per-client",
+        action="store_true",
+        help="the shuffler admits one submission per client token (needs --token-key-out)",
+    )
+    flip = parser.add_argument_group("FLIP")
+    flip.add_argument("--fake-users", type=integer, default=None, help="k (default 100)")
+    flip.add_argument("--calibration", choices=("exact", "paper"), default="exact")
+    krr = parser.add_argument_group("k-RR")
+    krr.add_argument(
+        "--estimator", choices=("inversion", "raw", "clip", "simplex"), default="inversion"
+    )
+    out = parser.add_argument_group("output")
+    out.add_argument("--out", required=True, help="the task document (public JSON)")
+    out.add_argument("--key-out", required=True, help="the analyzer's private key (mode 0600)")
+    out.add_argument(
+        "--forward-token-out", default=None, help="a new shuffler-to-analyzer bearer secret (0600)"
+    )
+    out.add_argument("--token-key-out", default=None, help="a new client-token signing key (0600)")
+    parser.set_defaults(handler=execute)
+
+
+def _domain(args: argparse.Namespace) -> tuple[list[str], str]:
+    if args.domain is not None:
+        return parse_domain(args.domain), "declared"
+    if args.domain_file is not None:
+        return read_domain_file(args.domain_file, encoding=args.encoding), "file"
+    return builtin_domain(args.domain_name), f"builtin:{args.domain_name}"
+
+
+def _new_path(path: str | None, flag: str) -> Path | None:
+    out = writable(path, flag)
+    if out is not None and out.exists():
+        raise InvalidParameterError(
+            f"{flag}: {str(out)!r} already exists; secrets are never overwritten"
+        )
+    return out
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Create the task and its secret files."""
+    from shuffledp.service._extra import require_service_extra
+
+    require_service_extra()
+    from shuffledp.service.secretfile import write_secret_file
+    from shuffledp.service.task import create_task, save_private_key, save_task
+    from shuffledp.service.tokens import new_token_key, save_token_key
+
+    epsilon = checked(check_epsilon, args.epsilon, "--epsilon")
+    delta = checked(check_delta, args.delta, "--delta")
+    n = checked(check_int, args.min_batch_users, "--min-batch-users", minimum=2)
+    fake = None if args.fake_users is None else checked(check_int, args.fake_users, "--fake-users")
+    if args.one_submission_per_client and args.token_key_out is None:
+        raise InvalidParameterError("--one-submission-per-client needs --token-key-out")
+    task_path = writable(args.out, "--out")
+    assert task_path is not None
+    key_path = _new_path(args.key_out, "--key-out")
+    forward_path = _new_path(args.forward_token_out, "--forward-token-out")
+    token_key_path = _new_path(args.token_key_out, "--token-key-out")
+    paths = [p.resolve() for p in (task_path, key_path, forward_path, token_key_path) if p]
+    if len(set(paths)) != len(paths):
+        raise InvalidParameterError(
+            "--out, --key-out and the other outputs must be different files"
+        )
+    labels, source = _domain(args)
+    task, key = create_task(
+        args.protocol,
+        labels,
+        epsilon,
+        delta,
+        n,
+        domain_source=source,
+        one_submission_per_client=args.one_submission_per_client,
+        fake_users=fake,
+        calibration=args.calibration,
+        estimator=args.estimator,
+    )
+    assert key_path is not None
+    save_private_key(key, key_path)
+    if forward_path is not None:
+        write_secret_file(forward_path, secrets.token_urlsafe(32))
+    if token_key_path is not None:
+        save_token_key(new_token_key(), token_key_path)
+    save_task(task, task_path)
+    params = ", ".join(f"{k}={v}" for k, v in task.parameters.items())
+    print(
+        f"task {task.task_id} ({task.protocol}, {task.domain_size} bins, epsilon={epsilon:g}, "
+        f"delta={delta:g}, min batch {n} users; {params}); at most "
+        f"{task.max_messages_per_submission} message(s) per submission",
+        file=sys.stderr,
+    )
+    print(f"task digest (pin it in clients): {task.digest()}", file=sys.stderr)
+    print(f"wrote {task_path} (public) and {key_path} (analyzer only, mode 600)", file=sys.stderr)
+    return 0

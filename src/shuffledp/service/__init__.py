@@ -1,0 +1,24 @@
+"""Client, shuffler and analyzer as separate processes (the deployment path).
+
+The three roles of the shuffle model run as services that talk HTTP (Starlette
+under uvicorn on the server side, httpx on the client side):
+
+* :mod:`~shuffledp.service.client`: a user's device. It runs the protocol's
+  randomizer for one user, encrypts every message separately to the analyzer
+  (HPKE, :mod:`~shuffledp.service.wire`) and posts them to the shuffler with an
+  idempotency key.
+* :mod:`~shuffledp.service.shuffler`: collects submissions it cannot read,
+  cuts a batch once at least ``min_batch_users`` users are waiting, applies one
+  CSPRNG permutation to all their messages, forgets which submission sent which
+  message, and forwards the batch to the analyzer.
+* :mod:`~shuffledp.service.analyzer`: decrypts and counts each batch exactly
+  once and publishes an estimate in the same JSON shape as ``shuffledp run``
+  (:mod:`~shuffledp.service.release`).
+
+A :mod:`~shuffledp.service.task` document fixes everything public about one
+collection: the protocol and its calibrated parameters, the domain, the
+minimum batch size and the analyzer's public key. State lives in a store
+(:mod:`~shuffledp.service.store`; SQLite in :mod:`~shuffledp.service.sqlite_store`).
+
+These modules need the ``service`` extra: ``pip install 'shuffledp[service]'``.
+"""

@@ -1,0 +1,165 @@
+"""Run a service's Starlette app under uvicorn, and the HTTP helpers both services share.
+
+Logging: uvicorn's access log is off, so no client address or request line is
+ever written; the services log batch-level events only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from shuffledp._validation import InvalidParameterError
+
+__all__ = [
+    "BodyTooLargeError",
+    "RejectedError",
+    "configure_logging",
+    "error_response",
+    "parse_json",
+    "parse_listen",
+    "read_body",
+    "serve",
+]
+
+_log = logging.getLogger("shuffledp.service")
+
+
+class RejectedError(Exception):
+    """A request refused with an HTTP status and a metrics reason.
+
+    Args:
+        status: HTTP status (4xx).
+        reason: Short machine-readable reason, also the metrics key.
+        message: One line for the caller.
+    """
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+
+class BodyTooLargeError(RejectedError):
+    """The request body exceeds the limit (HTTP 413)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, "body_too_large", f"request body exceeds {limit} bytes")
+
+
+def error_response(exc: RejectedError) -> JSONResponse:
+    """The JSON answer to a refused request."""
+    return JSONResponse({"error": exc.message, "reason": exc.reason}, status_code=exc.status)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """Read the request body, refusing more than ``limit`` bytes without buffering them.
+
+    Raises:
+        BodyTooLargeError: If Content-Length or the bytes received exceed ``limit``.
+        RejectedError: On an unreadable Content-Length (400).
+    """
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            size = int(declared)
+        except ValueError:
+            raise RejectedError(
+                400, "bad_content_length", "Content-Length is not a number"
+            ) from None
+        if size > limit:
+            raise BodyTooLargeError(limit)
+    chunks: list[bytes] = []
+    received = 0
+    async for chunk in request.stream():
+        received += len(chunk)
+        if received > limit:
+            raise BodyTooLargeError(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse_json(body: bytes) -> Any:
+    """Parse a JSON body.
+
+    Raises:
+        RejectedError: 400 ``malformed_json`` if it is not UTF-8 JSON.
+    """
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        raise RejectedError(400, "malformed_json", "request body is not valid JSON") from None
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """Parse ``HOST:PORT`` (``[::1]:PORT`` for IPv6); port 0 picks a free one.
+
+    Raises:
+        InvalidParameterError: If it is not of that form.
+    """
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise InvalidParameterError(f"--listen must be HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port_text)
+
+
+def serve(
+    app: Any,
+    listen: str,
+    *,
+    port_file: Path | None = None,
+    ssl_certfile: str | None = None,
+    ssl_keyfile: str | None = None,
+) -> None:
+    """Serve ``app`` on ``listen`` until SIGINT/SIGTERM (graceful: the app's shutdown runs).
+
+    Args:
+        app: The ASGI application.
+        listen: ``HOST:PORT``; port 0 binds a free port.
+        port_file: Written with the bound port once the socket is bound (for
+            scripts and tests that started the service on port 0).
+        ssl_certfile: Serve HTTPS with this certificate chain.
+        ssl_keyfile: Its private key.
+    """
+    import uvicorn
+
+    host, port = parse_listen(listen)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise InvalidParameterError(f"--listen {listen}: cannot bind ({exc.strerror})") from None
+    bound = sock.getsockname()[1]
+    if port_file is not None:
+        from shuffledp.cli._common import write_atomically
+
+        write_atomically(port_file, f"{bound}\n")
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        proxy_headers=False,
+        server_header=False,
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
+    )
+    _log.info("listening on %s:%d", host, bound)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def configure_logging() -> None:
+    """Log the services' events (batch level only) to stderr."""
+    logging.basicConfig(level=logging.INFO, format="%(name)s %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per forwarded request

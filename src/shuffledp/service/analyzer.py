@@ -1,0 +1,305 @@
+"""The analyzer service: store batches durably, decrypt and count each exactly once, publish.
+
+HTTP API (JSON):
+
+* ``POST /v1/batches`` (``Authorization: Bearer <forward secret>``), body
+  ``{"format": "shuffledp-batch/1", "task_id", "batch_id", "n_users",
+  "n_messages", "payload": B64}``: stored durably, then ``200 {"status":
+  "stored"}``; a batch id already stored is a no-op with the same answer.
+  Refusals: 401/403 (no or wrong bearer), 400 (malformed), 404 (other task),
+  409 (the same messages already stored under another batch id), 413 (body too
+  large), 422 (fewer than ``min_batch_users`` users, or more messages than
+  that many users can send).
+* ``GET /v1/estimate``: the release (:mod:`~shuffledp.service.release`), 409
+  while no batch is aggregated.
+* ``GET /v1/task``, ``GET /v1/health``, ``GET /v1/metrics``.
+
+Aggregation. A worker thread decrypts and decodes every message of each stored
+batch (what does not decrypt or decode is counted in the metrics and skipped,
+never fatal) and, in ONE transaction, records the batch's counts and marks it
+aggregated; a restart resumes the batches not yet marked. Each batch is
+therefore counted exactly once whatever crashes.
+
+What the analyzer can check. The number of users in a batch is the
+shuffler's word (as in the shuffle model, n is public); the analyzer checks
+that the messages are not more than that many users can send, and for k-RR
+(one message per user) that they are exactly as many.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from shuffledp.service._server import RejectedError, error_response, parse_json, read_body
+from shuffledp.service._testhooks import crash_point
+from shuffledp.service.release import NothingToPublishError, publish
+from shuffledp.service.shuffler import BATCH_FORMAT
+from shuffledp.service.sqlite_store import content_digest
+from shuffledp.service.store import (
+    Aggregation,
+    AnalyzerStore,
+    BatchConflictError,
+    ReceivedBatch,
+    StoreError,
+)
+from shuffledp.service.task import Task, is_id
+from shuffledp.service.wire import CIPHERTEXT_LENGTH, MessageOpener, WireError, b64decode_exact
+
+__all__ = ["DEFAULT_MAX_BATCH_BYTES", "Aggregator", "create_analyzer_app", "parse_batch"]
+
+_log = logging.getLogger("shuffledp.service.analyzer")
+
+#: Default largest batch request body.
+DEFAULT_MAX_BATCH_BYTES = 512 * 1024 * 1024
+
+
+def parse_batch(data: Any, task: Task) -> ReceivedBatch:
+    """Check a batch document; return what to store.
+
+    Raises:
+        RejectedError: With the status and reason of the first problem found.
+    """
+    if not isinstance(data, dict) or data.get("format") != BATCH_FORMAT:
+        raise RejectedError(
+            400, "invalid_batch", f"body must be an object with format {BATCH_FORMAT!r}"
+        )
+    if data.get("task_id") != task.task_id:
+        raise RejectedError(404, "unknown_task", "the batch is for another task")
+    batch_id = data.get("batch_id")
+    if not is_id(batch_id):
+        raise RejectedError(400, "invalid_batch", "batch_id must be 32 lowercase hex digits")
+    assert isinstance(batch_id, str)
+    n_users = data.get("n_users")
+    n_messages = data.get("n_messages")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (n_users, n_messages)):
+        raise RejectedError(400, "invalid_batch", "n_users and n_messages must be integers")
+    assert isinstance(n_users, int) and isinstance(n_messages, int)
+    if n_users < task.min_batch_users:
+        raise RejectedError(
+            422,
+            "batch_too_small",
+            f"a batch needs at least {task.min_batch_users} users, this one states {n_users}",
+        )
+    try:
+        payload = b64decode_exact(data.get("payload"), None, "payload")
+    except WireError as exc:
+        raise RejectedError(400, "invalid_batch", str(exc)) from None
+    if len(payload) != n_messages * CIPHERTEXT_LENGTH or n_messages < 0:
+        raise RejectedError(
+            400,
+            "invalid_batch",
+            f"payload must hold n_messages {CIPHERTEXT_LENGTH}-byte ciphertexts",
+        )
+    if n_messages > n_users * task.max_messages_per_submission or (
+        task.protocol == "krr" and n_messages != n_users
+    ):
+        raise RejectedError(
+            422, "implausible_batch", f"{n_messages} messages cannot come from {n_users} users"
+        )
+    return ReceivedBatch(
+        batch_id, payload, n_users, n_messages, content_digest(payload, CIPHERTEXT_LENGTH)
+    )
+
+
+class Aggregator:
+    """Background thread: decrypt, decode and count every stored batch not yet aggregated.
+
+    Args:
+        task: The task.
+        private_key: The analyzer's key.
+        store: The analyzer's store.
+        idle_seconds: How often to look for work when nobody wakes the thread.
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        private_key: X25519PrivateKey,
+        store: AnalyzerStore,
+        *,
+        idle_seconds: float = 5.0,
+    ) -> None:
+        self.task = task
+        self.opener = MessageOpener(private_key, task.task_id, task.domain_size)
+        self.store = store
+        self.idle_seconds = idle_seconds
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="analyzer-aggregator", daemon=True)
+
+    def start(self) -> None:
+        """Start the thread (it first resumes batches left unaggregated)."""
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Ask the thread to look for work now."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Stop after the batch in progress."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=120)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.clear()
+            try:
+                done = self.step()
+            except Exception:  # keep the thread alive; retried later
+                _log.exception("aggregation step failed")
+                done = False
+            self._wake.wait(self.idle_seconds if done else 1.0)
+
+    def aggregate(self, batch: ReceivedBatch) -> Aggregation:
+        """Decrypt and count one batch (no side effect)."""
+        opened = self.opener.open_payload(batch.payload)
+        counts = np.bincount(opened.indices, minlength=self.task.domain_size).astype(np.int64)
+        return Aggregation(batch.batch_id, counts, opened.undecryptable, opened.undecodable)
+
+    def step(self) -> bool:
+        """Aggregate every pending batch; return True when none is left."""
+        for batch_id in self.store.unaggregated_batches():
+            if self._stop.is_set():
+                return False
+            result = self.aggregate(self.store.load_batch(batch_id))
+            if self.store.record_aggregation(result):
+                bad = result.undecryptable + result.undecodable
+                _log.info("aggregated batch %s (%d messages rejected)", batch_id, bad)
+        return True
+
+
+def _bearer_ok(request: Request, secret: str) -> bool:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer" or not value:
+        raise RejectedError(
+            401, "missing_bearer", "this endpoint needs the shuffler's bearer secret"
+        )
+    return hmac.compare_digest(value.strip().encode(), secret.encode())
+
+
+def create_analyzer_app(
+    task: Task,
+    private_key: X25519PrivateKey,
+    store: AnalyzerStore,
+    *,
+    forward_token: str,
+    max_body_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+) -> Starlette:
+    """Return the analyzer's Starlette application (see the module docstring).
+
+    The application owns ``store`` and closes it on shutdown.
+
+    Args:
+        task: The task.
+        private_key: The analyzer's private key (checked against the task by the caller).
+        store: Its state.
+        forward_token: The bearer secret the shuffler sends with every batch.
+        max_body_bytes: Largest batch request (413 above).
+    """
+    aggregator = Aggregator(task, private_key, store)
+    rejected: Counter[str] = Counter()
+    counters: Counter[str] = Counter()
+    lock = threading.Lock()
+    task_json = task.to_dict()
+
+    def count(name: str, reason: bool = False) -> None:
+        with lock:
+            (rejected if reason else counters)[name] += 1
+
+    def ingest(body: bytes) -> tuple[int, dict[str, Any]]:
+        try:
+            batch = parse_batch(parse_json(body), task)
+            new = store.add_batch(batch)
+        except RejectedError as exc:
+            count(exc.reason, reason=True)
+            return exc.status, {"error": exc.message, "reason": exc.reason}
+        except BatchConflictError:
+            count("replayed_content", reason=True)
+            return 409, {
+                "error": "these messages are already stored under another batch id",
+                "reason": "replayed_content",
+            }
+        if new:
+            crash_point("store-batch-after-commit")
+            count("batches_received")
+            aggregator.wake()
+        else:
+            count("batches_duplicate")
+        return 200, {"status": "stored", "batch_id": batch.batch_id}
+
+    async def batches(request: Request) -> Response:
+        try:
+            if not _bearer_ok(request, forward_token):
+                raise RejectedError(403, "wrong_bearer", "wrong bearer secret")
+            body = await read_body(request, max_body_bytes)
+        except RejectedError as exc:
+            count(exc.reason, reason=True)
+            return error_response(exc)
+        try:
+            status, answer = await run_in_threadpool(ingest, body)
+        except StoreError as exc:
+            count("store_unavailable", reason=True)
+            _log.error("store unavailable: %s", exc)
+            return JSONResponse(
+                {"error": "store unavailable, retry later", "reason": "store_unavailable"},
+                status_code=503,
+                headers={"Retry-After": "1"},
+            )
+        return JSONResponse(answer, status_code=status)
+
+    async def estimate(request: Request) -> Response:
+        try:
+            result = await run_in_threadpool(publish, task, store)
+        except NothingToPublishError as exc:
+            return JSONResponse({"error": str(exc), "reason": "nothing_to_publish"}, 409)
+        return JSONResponse(result)
+
+    async def get_task(request: Request) -> Response:
+        return JSONResponse(task_json)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "role": "analyzer", "task_id": task.task_id})
+
+    async def get_metrics(request: Request) -> Response:
+        stored = await run_in_threadpool(store.metrics)
+        with lock:
+            snapshot = {**counters, "rejected": dict(rejected)}
+        return JSONResponse({**snapshot, **stored})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        aggregator.start()
+        try:
+            yield
+        finally:
+            aggregator.stop()
+            store.close()
+
+    app = Starlette(
+        routes=[
+            Route("/v1/batches", batches, methods=["POST"]),
+            Route("/v1/estimate", estimate, methods=["GET"]),
+            Route("/v1/task", get_task, methods=["GET"]),
+            Route("/v1/health", health, methods=["GET"]),
+            Route("/v1/metrics", get_metrics, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.aggregator = aggregator
+    return app

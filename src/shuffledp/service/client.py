@@ -1,0 +1,289 @@
+"""The client: randomize one user's value, seal every message, post to the shuffler.
+
+:meth:`Client.submit` is what one user's device runs: the task's randomizer
+for ONE user (for FLIP this includes that user's fake users' messages), every
+message sealed separately to the analyzer (:class:`~shuffledp.service.wire.MessageSealer`),
+all posted in one request with a random 128-bit ``submission_id``.
+
+Retries. A connection error, a timeout, HTTP 429 or a 5xx is retried with
+exponential backoff and jitter, with the SAME submission id and ciphertexts:
+the shuffler stores a submission id once, so a retry of a request that did
+reach it is a no-op, and the user is counted once whatever the network did.
+Other 4xx answers are final (:class:`SubmissionRejectedError`).
+
+Trust. The client encrypts to the public key in the task document. Fetching
+that document from the shuffler means trusting the shuffler for the analyzer's
+key; pin it instead (a file shipped with the client, or its
+:meth:`~shuffledp.service.task.Task.digest`, ``expected_digest``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+from numpy.typing import NDArray
+
+from shuffledp._rng import SeedLike, make_rng
+from shuffledp._validation import DataError, ShuffleDPError
+from shuffledp.service.shuffler import SUBMISSIONS_FORMAT
+from shuffledp.service.task import Task, TaskError, build_randomizer, load_task, new_id
+from shuffledp.service.wire import MessageSealer, b64encode, public_key_from_b64
+
+__all__ = [
+    "Client",
+    "ShufflerUnavailableError",
+    "Submission",
+    "SubmissionRejectedError",
+    "fetch_task",
+]
+
+
+class SubmissionRejectedError(ShuffleDPError):
+    """The shuffler refused a submission (a final 4xx answer).
+
+    Attributes:
+        status: The HTTP status.
+        reason: The shuffler's reason (e.g. ``client_already_submitted``).
+    """
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(f"shuffler refused the submission (HTTP {status}, {reason}): {message}")
+        self.status = status
+        self.reason = reason
+
+
+class ShufflerUnavailableError(ShuffleDPError):
+    """The shuffler could not be reached (or kept failing) until the retry deadline."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One user's submission as the client built it.
+
+    Attributes:
+        submission_id: The idempotency key.
+        ciphertexts: The sealed messages, as sent.
+        messages: The plaintext bin indices. They stay on the client: kept here
+            for tests and audits only, never sent.
+        token: The client token, if any.
+    """
+
+    submission_id: str
+    ciphertexts: tuple[bytes, ...]
+    messages: NDArray[np.int64] = field(repr=False)
+    token: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The submission as it appears in a request."""
+        item: dict[str, Any] = {
+            "submission_id": self.submission_id,
+            "ciphertexts": [b64encode(c) for c in self.ciphertexts],
+        }
+        if self.token is not None:
+            item["token"] = self.token
+        return item
+
+
+def fetch_task(source: str, *, expected_digest: str | None = None, timeout: float = 10.0) -> Task:
+    """Load a task document from a file or an ``http(s)://`` URL.
+
+    Args:
+        source: A path, or the URL of ``GET /v1/tasks/{task_id}`` on the shuffler.
+        expected_digest: If given, the task's :meth:`Task.digest` must equal it.
+        timeout: Seconds to wait for a URL.
+
+    Raises:
+        TaskError: If the document is invalid or its digest differs.
+        ShufflerUnavailableError: If the URL cannot be fetched.
+    """
+    if source.startswith(("http://", "https://")):
+        try:
+            response = httpx.get(source, timeout=timeout)
+            response.raise_for_status()
+            task = Task.from_dict(response.json())
+        except (httpx.HTTPError, ValueError) as exc:
+            if isinstance(exc, TaskError):
+                raise
+            raise ShufflerUnavailableError(f"cannot fetch the task from {source}: {exc}") from None
+    else:
+        task = load_task(Path(source))
+    if expected_digest is not None and task.digest() != expected_digest.lower():
+        raise TaskError(f"task digest {task.digest()} differs from the expected {expected_digest}")
+    return task
+
+
+class Client:
+    """Submits users' values for one task to a shuffler.
+
+    Args:
+        task: The task document.
+        shuffler_url: The shuffler's base URL (``http://host:port``).
+        token: The client token when the task admits one submission per client.
+        seed: Randomness of the randomizer (default: OS entropy). A seed is for
+            tests only: it makes the messages predictable.
+        timeout: Seconds per HTTP request.
+        retry_seconds: Give up retrying after this long (:class:`ShufflerUnavailableError`).
+        http: An ``httpx.Client`` to use (default: one owned by this object).
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        shuffler_url: str,
+        *,
+        token: str | None = None,
+        seed: SeedLike = None,
+        timeout: float = 30.0,
+        retry_seconds: float = 60.0,
+        http: httpx.Client | None = None,
+    ) -> None:
+        if task.one_submission_per_client and token is None:
+            raise DataError("this task admits one submission per client: a client token is needed")
+        self.task = task
+        self.url = f"{shuffler_url.rstrip('/')}/v1/tasks/{task.task_id}/submissions"
+        self.token = token
+        self.retry_seconds = retry_seconds
+        self._rng = make_rng(seed)
+        self._randomizer = build_randomizer(task)
+        self._sealer = MessageSealer(
+            public_key_from_b64(task.public_key), task.task_id, task.domain_size
+        )
+        self._own_http = http is None
+        self._http = http if http is not None else httpx.Client(timeout=timeout)
+
+    def close(self) -> None:
+        """Release the HTTP connections."""
+        if self._own_http:
+            self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def prepare(self, value: str, *, token: str | None = None) -> Submission:
+        """Randomize and seal one user's value (a domain label); nothing is sent.
+
+        Raises:
+            DataError: If the value is not in the domain, or (with probability
+                below 1e-30) the randomizer drew more messages than the task allows.
+        """
+        index = self.task.index_of(value)
+        batch = self._randomizer.randomize(np.array([index], dtype=np.int64), self._rng)
+        return self._seal(batch.payload, self.token if token is None else token)
+
+    def prepare_many(
+        self, values: Sequence[str], *, tokens: Sequence[str] | None = None
+    ) -> list[Submission]:
+        """Randomize and seal many users' values, each as its own user; nothing is sent.
+
+        One vectorized call of the randomizer for all of them (the same law per
+        user as :meth:`prepare`), then the messages are split by user.
+        """
+        if tokens is not None and len(tokens) != len(values):
+            raise DataError("give one token per value")
+        if not values:
+            return []
+        indices = np.array([self.task.index_of(v) for v in values], dtype=np.int64)
+        batch = self._randomizer.randomize(indices, self._rng)
+        order = np.argsort(batch.sender, kind="stable")
+        ends = np.cumsum(np.bincount(batch.sender, minlength=len(values)))
+        per_user = np.split(batch.payload[order], ends[:-1])
+        return [
+            self._seal(messages, self.token if tokens is None else tokens[i])
+            for i, messages in enumerate(per_user)
+        ]
+
+    def _seal(self, payload: NDArray[np.int64], token: str | None) -> Submission:
+        messages = np.sort(payload)  # the order of a user's messages says nothing
+        if messages.shape[0] > self.task.max_messages_per_submission:
+            raise DataError(
+                f"the randomizer drew {messages.shape[0]} messages, above the task's bound "
+                f"{self.task.max_messages_per_submission}; not submitting"
+            )
+        return Submission(
+            submission_id=new_id(),
+            ciphertexts=tuple(self._sealer.seal_all(messages.tolist())),
+            messages=messages,
+            token=token,
+        )
+
+    def submit(self, value: str) -> Submission:
+        """Randomize, seal and post one user's value; return once the shuffler has it durably.
+
+        Raises:
+            SubmissionRejectedError: On a final refusal.
+            ShufflerUnavailableError: If the retries ran out.
+        """
+        submission = self.prepare(value)
+        self.post([submission])
+        return submission
+
+    def submit_many(
+        self,
+        values: Sequence[str],
+        *,
+        per_request: int = 100,
+        tokens: Sequence[str] | None = None,
+    ) -> list[Submission]:
+        """Submit many users' values, ``per_request`` submissions per HTTP request.
+
+        For load tests and simulations (one process standing in for many
+        devices); each value is still randomized as its own user
+        (:meth:`prepare_many`).
+
+        Raises:
+            SubmissionRejectedError: On a final refusal (earlier requests stay stored).
+            ShufflerUnavailableError: If the retries ran out.
+        """
+        prepared = self.prepare_many(values, tokens=tokens)
+        for start in range(0, len(prepared), per_request):
+            self.post(prepared[start : start + per_request])
+        return prepared
+
+    def post(self, submissions: Sequence[Submission]) -> dict[str, Any]:
+        """Post prepared submissions in one request, retrying transient failures.
+
+        Raises:
+            SubmissionRejectedError: On a final refusal.
+            ShufflerUnavailableError: If the retries ran out.
+        """
+        body = json.dumps(
+            {"format": SUBMISSIONS_FORMAT, "submissions": [s.to_json() for s in submissions]}
+        ).encode("ascii")
+        headers = {"Content-Type": "application/json"}
+        deadline = time.monotonic() + self.retry_seconds
+        attempt = 0
+        while True:
+            try:
+                response = self._http.post(self.url, content=body, headers=headers)
+            except httpx.TransportError as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.is_success:
+                    answer: dict[str, Any] = response.json()
+                    return answer
+                if response.status_code != 429 and response.status_code < 500:
+                    try:
+                        info = response.json()
+                        reason, message = str(info.get("reason")), str(info.get("error"))
+                    except ValueError:
+                        reason, message = "unknown", response.text[:200]
+                    raise SubmissionRejectedError(response.status_code, reason, message)
+                problem = f"HTTP {response.status_code}"
+            attempt += 1
+            pause = min(5.0, 0.05 * 2**attempt) * (0.5 + random.random() / 2)
+            if time.monotonic() + pause > deadline:
+                raise ShufflerUnavailableError(
+                    f"shuffler at {self.url} unavailable after {attempt} attempts ({problem})"
+                )
+            time.sleep(pause)

@@ -1,0 +1,441 @@
+"""The shuffler service: collect submissions it cannot read, batch, permute, forward.
+
+HTTP API (JSON):
+
+* ``POST /v1/tasks/{task_id}/submissions`` with ``{"format": "shuffledp-submissions/1",
+  "submissions": [{"submission_id": HEX32, "ciphertexts": [B64, ...], "token": T?}, ...]}``:
+  one or many submissions; all-or-nothing. ``200 {"status": "accepted",
+  "submission_ids": [...]}`` once they are durable; a submission id already
+  stored is a no-op with the same answer. Refusals: 400 (malformed JSON,
+  malformed submission, a ciphertext of the wrong length, too many
+  ciphertexts), 401/403 (token missing/invalid when the task admits one
+  submission per client), 404 (other task), 409 (the client already submitted
+  under another id), 413 (body too large), 503 (store unavailable; retry).
+* ``GET /v1/tasks/{task_id}``: the public task document.
+* ``GET /v1/health`` and ``GET /v1/metrics`` (counters, rejections by reason).
+
+Batching. When a request brings the submissions waiting to
+``min_batch_users`` (or past it), the transaction that stores it also takes
+them all, applies one uniformly random permutation (OS CSPRNG keys,
+sorted) to all their messages, stores the batch in an outbox and sets the
+submissions' messages to NULL (their ids stay, for deduplication only). A
+background thread POSTs unsent batches to the analyzer with a bearer secret
+and marks a batch sent only after the analyzer's 2xx, so after a crash unsent
+batches are sent again (the analyzer treats a known batch id as a no-op).
+Below the minimum nothing leaves the shuffler.
+
+What the shuffler learns. It holds no key: ciphertexts are sealed to the
+analyzer. It does see when each submission arrives and how many ciphertexts
+it carries. For k-RR that is always one. For FLIP the count is
+Ber(1 − q) + Bin(d − 1, q) + Bin(kd, q), whose law does not depend on the
+value, but it is per-user side information that the shuffle-model
+certificate (which assumes the adversary sees only the shuffled multiset)
+does not cover: the shuffler must keep it to itself, and a network observer
+sees it in the request size (TLS hides content, not length). Protocols whose
+message count depends on the data (the segmented protocol) will need padding
+with dummy messages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import numpy as np
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from shuffledp.service._server import RejectedError, error_response, parse_json, read_body
+from shuffledp.service._testhooks import crash_point
+from shuffledp.service.store import (
+    ClientAlreadySubmittedError,
+    NewSubmission,
+    OutboxBatch,
+    ShufflerStore,
+    StoreError,
+)
+from shuffledp.service.task import Task, is_id
+from shuffledp.service.tokens import TokenError, verify_token
+from shuffledp.service.wire import (
+    CIPHERTEXT_LENGTH,
+    WireError,
+    b64decode_exact,
+    b64encode,
+)
+from shuffledp.shuffler.uniform import secure_permutation
+
+__all__ = [
+    "BATCH_FORMAT",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_SUBMISSIONS_PER_REQUEST",
+    "SUBMISSIONS_FORMAT",
+    "Dispatcher",
+    "ShufflerMetrics",
+    "batch_document",
+    "create_shuffler_app",
+    "parse_submissions",
+    "permute_messages",
+]
+
+_log = logging.getLogger("shuffledp.service.shuffler")
+
+#: ``format`` of a submissions request.
+SUBMISSIONS_FORMAT = "shuffledp-submissions/1"
+#: ``format`` of a batch the shuffler forwards.
+BATCH_FORMAT = "shuffledp-batch/1"
+#: Default request body limit (HTTP 413 above).
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+#: Default most submissions per request.
+DEFAULT_MAX_SUBMISSIONS_PER_REQUEST = 1000
+_SUBMISSION_KEYS = frozenset({"submission_id", "ciphertexts", "token"})
+
+
+def permute_messages(payload: bytes) -> bytes:
+    """Apply one uniformly random permutation (OS CSPRNG) to fixed-length ciphertexts.
+
+    Vectorized: the payload is viewed as an (m, :data:`CIPHERTEXT_LENGTH`) byte
+    matrix whose rows are reordered by :func:`secure_permutation` (64-bit
+    ``secrets`` keys, argsort; keys drawn again on a collision).
+    """
+    rows = np.frombuffer(payload, dtype=np.uint8).reshape(-1, CIPHERTEXT_LENGTH)
+    return rows[secure_permutation(rows.shape[0])].tobytes()
+
+
+class ShufflerMetrics:
+    """Counters since the process started (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.counters: Counter[str] = Counter()
+        self.rejected: Counter[str] = Counter()
+
+    def add(self, name: str, value: int = 1) -> None:
+        """Add to a counter."""
+        with self._lock:
+            self.counters[name] += value
+
+    def reject(self, reason: str) -> None:
+        """Count a refused request."""
+        with self._lock:
+            self.rejected[reason] += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        """Return the counters as JSON."""
+        with self._lock:
+            return {**self.counters, "rejected": dict(self.rejected)}
+
+
+def parse_submissions(
+    data: Any,
+    task: Task,
+    *,
+    max_submissions: int,
+    token_key: bytes | None,
+) -> list[NewSubmission]:
+    """Check a parsed submissions request; return what to store (tokens dropped).
+
+    Raises:
+        RejectedError: With the status and reason of the first problem found.
+    """
+    if not isinstance(data, dict) or data.get("format") != SUBMISSIONS_FORMAT:
+        raise RejectedError(
+            400, "invalid_request", f"body must be an object with format {SUBMISSIONS_FORMAT!r}"
+        )
+    items = data.get("submissions")
+    if not isinstance(items, list) or not items:
+        raise RejectedError(400, "invalid_request", "submissions must be a non-empty list")
+    if len(items) > max_submissions:
+        raise RejectedError(
+            413, "too_many_submissions", f"at most {max_submissions} submissions per request"
+        )
+    low = 1 if task.protocol == "krr" else 0
+    high = task.max_messages_per_submission
+    out: list[NewSubmission] = []
+    seen: set[str] = set()
+    for item in items:
+        if not isinstance(item, dict) or not set(item) <= _SUBMISSION_KEYS:
+            raise RejectedError(
+                400,
+                "invalid_submission",
+                "each submission must be an object with "
+                "submission_id, ciphertexts and optionally token",
+            )
+        sid = item.get("submission_id")
+        if not is_id(sid):
+            raise RejectedError(400, "invalid_submission", "submission_id must be 32 lowercase hex")
+        assert isinstance(sid, str)
+        if sid in seen:
+            raise RejectedError(400, "invalid_submission", "a submission id repeats in the request")
+        seen.add(sid)
+        cts = item.get("ciphertexts")
+        if not isinstance(cts, list) or not low <= len(cts) <= high:
+            raise RejectedError(
+                400, "invalid_ciphertexts", f"ciphertexts must be a list of {low} to {high} items"
+            )
+        try:
+            messages = b"".join(b64decode_exact(ct, CIPHERTEXT_LENGTH, "ciphertext") for ct in cts)
+        except WireError as exc:
+            raise RejectedError(400, "invalid_ciphertexts", str(exc)) from None
+        client_id = None
+        if task.one_submission_per_client:
+            assert token_key is not None
+            token = item.get("token")
+            if token is None:
+                raise RejectedError(401, "missing_token", "this task needs a client token")
+            try:
+                client_id = verify_token(token_key, task.task_id, token)
+            except TokenError as exc:
+                raise RejectedError(403, "invalid_token", str(exc)) from None
+        out.append(NewSubmission(sid, messages, client_id))
+    return out
+
+
+def batch_document(task: Task, batch: OutboxBatch) -> dict[str, Any]:
+    """The JSON body of a forwarded batch: ids, sizes and the permuted ciphertexts only."""
+    return {
+        "format": BATCH_FORMAT,
+        "task_id": task.task_id,
+        "batch_id": batch.batch_id,
+        "n_users": batch.n_users,
+        "n_messages": batch.n_messages,
+        "payload": b64encode(batch.payload),
+    }
+
+
+class Dispatcher:
+    """Background thread: cut batches when enough users wait, forward unsent batches.
+
+    Args:
+        task: The task.
+        store: The shuffler's store.
+        forward_url: The analyzer's base URL (batches go to ``{url}/v1/batches``);
+            None: batches are cut but kept in the outbox.
+        forward_token: Bearer secret the analyzer expects.
+        metrics: Where to count batches cut and forwarded.
+        idle_seconds: How often to look for work when nobody wakes the thread.
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        store: ShufflerStore,
+        forward_url: str | None,
+        forward_token: str | None,
+        metrics: ShufflerMetrics,
+        *,
+        idle_seconds: float = 5.0,
+    ) -> None:
+        self.task = task
+        self.store = store
+        self.url = None if forward_url is None else forward_url.rstrip("/") + "/v1/batches"
+        self.headers = {} if forward_token is None else {"Authorization": f"Bearer {forward_token}"}
+        self.metrics = metrics
+        self.idle_seconds = idle_seconds
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="shuffler-dispatcher", daemon=True)
+
+    def start(self) -> None:
+        """Start the thread (it first cuts what waits and resends what is unsent)."""
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Ask the thread to look for work now."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Stop the thread (an in-flight POST finishes or times out first)."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=60)
+
+    def _run(self) -> None:
+        delay = 0.0
+        with httpx.Client(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
+            while not self._stop.is_set():
+                self._wake.clear()
+                try:
+                    done = self.step(http)
+                except Exception:  # keep the thread alive; retried later
+                    _log.exception("dispatcher step failed")
+                    done = False
+                delay = 0.0 if done else min(5.0, max(0.2, 2 * delay))
+                self._wake.wait(self.idle_seconds if done else delay)
+
+    def step(self, http: httpx.Client) -> bool:
+        """Cut a batch if enough users wait, then forward every unsent batch.
+
+        (The request that completes a batch normally cuts it; this cut is for
+        recovery.)
+
+        Returns:
+            True if nothing is left to send.
+        """
+        batch = self.store.cut_batch(self.task.min_batch_users, permute_messages)
+        if batch is not None:
+            self.metrics.add("batches_cut")
+            _log.info("cut batch %s: %d users", batch.batch_id, batch.n_users)
+        if self.url is None:
+            return True
+        for batch_id in self.store.unsent_batches():
+            if self._stop.is_set():
+                return False
+            outbox = self.store.load_outbox_batch(batch_id)
+            body = json.dumps(batch_document(self.task, outbox)).encode("ascii")
+            try:
+                response = http.post(
+                    self.url,
+                    content=body,
+                    headers={**self.headers, "Content-Type": "application/json"},
+                )
+            except httpx.HTTPError as exc:
+                self.metrics.add("forward_failures")
+                _log.warning("forwarding batch %s failed: %s", batch_id, type(exc).__name__)
+                return False
+            if not response.is_success:
+                self.metrics.add("forward_failures")
+                _log.warning(
+                    "analyzer refused batch %s: HTTP %d %s",
+                    batch_id,
+                    response.status_code,
+                    response.text[:200],
+                )
+                return False
+            crash_point("forward-after-ack")
+            self.store.mark_sent(batch_id)
+            self.metrics.add("batches_forwarded")
+            _log.info("forwarded batch %s", batch_id)
+        return True
+
+
+def create_shuffler_app(
+    task: Task,
+    store: ShufflerStore,
+    *,
+    forward_url: str | None,
+    forward_token: str | None,
+    token_key: bytes | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_submissions_per_request: int = DEFAULT_MAX_SUBMISSIONS_PER_REQUEST,
+) -> Starlette:
+    """Return the shuffler's Starlette application (see the module docstring).
+
+    The application owns ``store`` and closes it on shutdown.
+
+    Args:
+        task: The task it collects for.
+        store: Its state.
+        forward_url: The analyzer's base URL.
+        forward_token: The bearer secret shared with the analyzer.
+        token_key: The token key; required when the task admits one submission per client.
+        max_body_bytes: Largest request body (413 above).
+        max_submissions_per_request: Most submissions in one request.
+
+    Raises:
+        InvalidParameterError: If the task needs client tokens and no key is given.
+    """
+    from shuffledp._validation import InvalidParameterError
+
+    if task.one_submission_per_client and token_key is None:
+        raise InvalidParameterError(
+            "the task admits one submission per client: give the token key (--token-key-file)"
+        )
+    metrics = ShufflerMetrics()
+    dispatcher = Dispatcher(task, store, forward_url, forward_token, metrics)
+    task_json = task.to_dict()
+
+    def ingest(body: bytes) -> tuple[int, dict[str, Any]]:
+        try:
+            subs = parse_submissions(
+                parse_json(body),
+                task,
+                max_submissions=max_submissions_per_request,
+                token_key=token_key,
+            )
+            outcome = store.submit(
+                subs, min_batch_users=task.min_batch_users, permute=permute_messages
+            )
+        except RejectedError as exc:
+            metrics.reject(exc.reason)
+            return exc.status, {"error": exc.message, "reason": exc.reason}
+        except ClientAlreadySubmittedError:
+            metrics.reject("client_already_submitted")
+            return 409, {
+                "error": "this client already submitted (one submission per client)",
+                "reason": "client_already_submitted",
+            }
+        if outcome.accepted:
+            crash_point("ingest-after-commit")
+        metrics.add("requests_accepted")
+        metrics.add("submissions_accepted", outcome.accepted)
+        metrics.add("submissions_duplicate", outcome.duplicates)
+        if outcome.batch is not None:
+            metrics.add("batches_cut")
+            _log.info("cut batch %s: %d users", outcome.batch.batch_id, outcome.batch.n_users)
+            dispatcher.wake()
+        return 200, {"status": "accepted", "submission_ids": [s.submission_id for s in subs]}
+
+    async def submissions(request: Request) -> Response:
+        if request.path_params["task_id"] != task.task_id:
+            metrics.reject("unknown_task")
+            return error_response(RejectedError(404, "unknown_task", "no such task"))
+        try:
+            body = await read_body(request, max_body_bytes)
+        except RejectedError as exc:
+            metrics.reject(exc.reason)
+            return error_response(exc)
+        try:
+            status, answer = await run_in_threadpool(ingest, body)
+        except StoreError as exc:
+            metrics.reject("store_unavailable")
+            _log.error("store unavailable: %s", exc)
+            return JSONResponse(
+                {"error": "store unavailable, retry later", "reason": "store_unavailable"},
+                status_code=503,
+                headers={"Retry-After": "1"},
+            )
+        return JSONResponse(answer, status_code=status)
+
+    async def get_task(request: Request) -> Response:
+        if request.path_params["task_id"] != task.task_id:
+            metrics.reject("unknown_task")
+            return error_response(RejectedError(404, "unknown_task", "no such task"))
+        return JSONResponse(task_json)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "role": "shuffler", "task_id": task.task_id})
+
+    async def get_metrics(request: Request) -> Response:
+        stats = await run_in_threadpool(store.stats)
+        return JSONResponse({**metrics.snapshot(), **stats})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        dispatcher.start()
+        try:
+            yield
+        finally:
+            dispatcher.stop()
+            store.close()
+
+    app = Starlette(
+        routes=[
+            Route("/v1/tasks/{task_id}/submissions", submissions, methods=["POST"]),
+            Route("/v1/tasks/{task_id}", get_task, methods=["GET"]),
+            Route("/v1/health", health, methods=["GET"]),
+            Route("/v1/metrics", get_metrics, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.dispatcher = dispatcher
+    app.state.metrics = metrics
+    return app

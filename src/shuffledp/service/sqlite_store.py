@@ -1,0 +1,641 @@
+"""SQLite stores for the shuffler and the analyzer (stdlib :mod:`sqlite3`).
+
+Durability and throughput. The database runs in WAL mode with
+``synchronous=FULL``: a transaction is on disk when COMMIT returns. All writes
+go through ONE writer thread, which takes every write queued while it was busy,
+runs them in one transaction (each inside its own SAVEPOINT, so one failing
+write does not undo the others), commits once, and only then wakes each
+caller: a group commit, one fsync for many requests. Readers use their own
+short-lived connections and see the last committed state.
+
+``secure_delete`` is on, so ciphertexts dropped from the shuffler's
+submissions (once batched) are overwritten rather than left in free pages, and
+the WAL is checkpointed and truncated after each batch is cut.
+
+Every database records its role and task id in a ``meta`` table and refuses to
+be opened for another role or task.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from shuffledp.service._testhooks import crash_point
+from shuffledp.service.store import (
+    AggregateTotals,
+    Aggregation,
+    BatchConflictError,
+    ClientAlreadySubmittedError,
+    NewSubmission,
+    OutboxBatch,
+    ReceivedBatch,
+    StoreError,
+    SubmitOutcome,
+)
+from shuffledp.service.task import new_id
+from shuffledp.service.wire import CIPHERTEXT_LENGTH
+
+__all__ = ["SQLiteAnalyzerStore", "SQLiteDatabase", "SQLiteShufflerStore", "content_digest"]
+
+T = TypeVar("T")
+_log = logging.getLogger("shuffledp.service")
+
+#: Most queued writes committed together.
+MAX_GROUP = 1024
+_SCHEMA_VERSION = "1"
+_CHUNK = 500  # SQL variables per IN (...) list
+
+_META = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
+
+#: The shuffler's tables. WITHOUT ROWID: rows are ordered by their random ids,
+#: so the file does not keep the order in which submissions arrived.
+SHUFFLER_SCHEMA = (
+    _META
+    + """
+CREATE TABLE IF NOT EXISTS submissions(
+    submission_id TEXT PRIMARY KEY,
+    messages BLOB,
+    batch_id TEXT
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS submissions_unbatched ON submissions(submission_id)
+    WHERE batch_id IS NULL;
+CREATE TABLE IF NOT EXISTS used_clients(client_id TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS batches(
+    batch_id TEXT PRIMARY KEY,
+    payload BLOB,
+    n_users INTEGER NOT NULL,
+    n_messages INTEGER NOT NULL,
+    sent INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT OR IGNORE INTO counters(name, value) VALUES ('unbatched', 0);
+"""
+)
+
+#: The analyzer's tables.
+ANALYZER_SCHEMA = (
+    _META
+    + """
+CREATE TABLE IF NOT EXISTS batches(
+    batch_id TEXT PRIMARY KEY,
+    n_users INTEGER NOT NULL,
+    n_messages INTEGER NOT NULL,
+    payload BLOB NOT NULL,
+    content_digest TEXT NOT NULL UNIQUE,
+    aggregated INTEGER NOT NULL DEFAULT 0,
+    n_counted INTEGER
+);
+CREATE TABLE IF NOT EXISTS batch_counts(
+    batch_id TEXT NOT NULL,
+    bin INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (batch_id, bin)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS metrics(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+"""
+)
+
+
+@dataclass
+class _Job(Generic[T]):
+    run: Callable[[sqlite3.Connection], T]
+    future: concurrent.futures.Future[T]
+    checkpoint: bool = False
+
+
+class SQLiteDatabase:
+    """One SQLite file: a group-committing writer thread and per-call readers.
+
+    Args:
+        path: The database file (created with its tables if missing).
+        schema: ``CREATE … IF NOT EXISTS`` statements.
+        role: ``"shuffler"`` or ``"analyzer"``, recorded and checked.
+        task_id: The task, recorded and checked.
+        read_only: Open an existing file for reading only (no writer thread).
+
+    Raises:
+        StoreError: If the file belongs to another role or task, or (read-only) is missing.
+    """
+
+    def __init__(
+        self, path: Path, schema: str, role: str, task_id: str, *, read_only: bool = False
+    ) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        if read_only:
+            if not self.path.is_file():
+                raise StoreError(f"store {str(self.path)!r} does not exist")
+        else:
+            if not (self.path.parent if str(self.path.parent) else Path(".")).is_dir():
+                raise StoreError(f"directory of store {str(self.path)!r} does not exist")
+            self._initialise(schema)
+        self._check_meta(role, task_id)
+        self._queue: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
+        self._checkpoint_requested = False
+        self._writer: threading.Thread | None = None
+        if not read_only:
+            self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer")
+            self._writer.daemon = True
+            self._writer.start()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout = 30000")
+        return conn
+
+    def _initialise(self, schema: str) -> None:
+        try:
+            conn = self._connect()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open store {str(self.path)!r}: {exc}") from None
+        try:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"store {str(self.path)!r} cannot use WAL mode (got {mode})")
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.executescript(schema)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"store {str(self.path)!r} is not usable: {exc}") from None
+        finally:
+            conn.close()
+
+    def _check_meta(self, role: str, task_id: str) -> None:
+        expected = {"role": role, "task_id": task_id, "schema_version": _SCHEMA_VERSION}
+        try:
+            conn = self._connect()
+            try:
+                rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+                if not rows and not self.read_only:
+                    conn.execute("BEGIN IMMEDIATE")
+                    conn.executemany(
+                        "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", expected.items()
+                    )
+                    conn.execute("COMMIT")
+                    rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"store {str(self.path)!r} is not usable: {exc}") from None
+        if rows.get("role") != role:
+            raise StoreError(
+                f"store {str(self.path)!r} belongs to the {rows.get('role')}, not the {role}"
+            )
+        if rows.get("task_id") != task_id:
+            raise StoreError(
+                f"store {str(self.path)!r} belongs to task {rows.get('task_id')}, not {task_id}"
+            )
+        if rows.get("schema_version") != _SCHEMA_VERSION:
+            raise StoreError(f"store {str(self.path)!r} has schema {rows.get('schema_version')}")
+
+    def write(self, run: Callable[[sqlite3.Connection], T], *, checkpoint: bool = False) -> T:
+        """Run ``run(conn)`` in the writer's next transaction; return once it is committed.
+
+        ``run`` executes inside a SAVEPOINT: if it raises, its own changes are
+        undone, the exception reaches the caller and the group's other writes
+        still commit. With ``checkpoint`` the WAL is checkpointed and truncated
+        after the commit.
+
+        Raises:
+            StoreError: If the store is closed or the commit failed.
+        """
+        if self._writer is None:
+            raise StoreError("store is read-only")
+        if not self._writer.is_alive():
+            raise StoreError("store is closed")
+        job: _Job[T] = _Job(run, concurrent.futures.Future(), checkpoint)
+        self._queue.put(job)
+        return job.future.result()
+
+    def request_checkpoint(self) -> None:
+        """From inside a write: checkpoint and truncate the WAL after this group commits."""
+        self._checkpoint_requested = True
+
+    def read(self, run: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``run(conn)`` in one read transaction (a consistent snapshot) on a new connection."""
+        conn = self._connect()
+        try:
+            conn.execute("PRAGMA query_only = 1")
+            conn.execute("BEGIN")
+            try:
+                return run(conn)
+            finally:
+                conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        """Commit what is queued, stop the writer and release the file."""
+        if self._writer is not None and self._writer.is_alive():
+            self._queue.put(None)
+            self._writer.join()
+
+    def _write_loop(self) -> None:
+        conn = self._connect()
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA secure_delete = ON")
+        stopping = False
+        try:
+            while not stopping:
+                first = self._queue.get()
+                if first is None:
+                    break
+                jobs: list[_Job[Any]] = [first]
+                while len(jobs) < MAX_GROUP:
+                    try:
+                        job = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if job is None:
+                        stopping = True
+                        break
+                    jobs.append(job)
+                self._commit_group(conn, jobs)
+        finally:
+            conn.close()
+            # Anything still queued (a write racing with close) fails rather than hangs.
+            while True:
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if job is not None:
+                    job.future.set_exception(StoreError("store is closed"))
+
+    def _commit_group(self, conn: sqlite3.Connection, jobs: list[_Job[Any]]) -> None:
+        outcomes: list[tuple[_Job[Any], Any, BaseException | None]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for job in jobs:
+                conn.execute("SAVEPOINT job")
+                try:
+                    result = job.run(conn)
+                except BaseException as exc:  # handed to the caller
+                    conn.execute("ROLLBACK TO job")
+                    conn.execute("RELEASE job")
+                    error: BaseException = exc
+                    if isinstance(exc, sqlite3.Error):
+                        error = StoreError(f"store write failed: {exc}")
+                    outcomes.append((job, None, error))
+                else:
+                    conn.execute("RELEASE job")
+                    outcomes.append((job, result, None))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _log.error("store commit failed: %s", exc)
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            failed = StoreError(f"store write failed: {exc}")
+            for job in jobs:
+                if not job.future.done():
+                    job.future.set_exception(failed)
+            return
+        for job, result, failure in outcomes:
+            if failure is None:
+                job.future.set_result(result)
+            else:
+                job.future.set_exception(failure)
+        if self._checkpoint_requested or any(job.checkpoint for job in jobs):
+            self._checkpoint_requested = False
+            try:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:  # pragma: no cover - best effort
+                _log.warning("WAL checkpoint failed: %s", exc)
+
+
+def _placeholders(count: int) -> str:
+    return ",".join("?" * count)
+
+
+def _existing(conn: sqlite3.Connection, table: str, column: str, keys: Sequence[str]) -> set[str]:
+    found: set[str] = set()
+    for start in range(0, len(keys), _CHUNK):
+        chunk = keys[start : start + _CHUNK]
+        sql = f"SELECT {column} FROM {table} WHERE {column} IN ({_placeholders(len(chunk))})"
+        found.update(row[0] for row in conn.execute(sql, chunk))
+    return found
+
+
+def _waiting(conn: sqlite3.Connection) -> int:
+    (value,) = conn.execute("SELECT value FROM counters WHERE name = 'unbatched'").fetchone()
+    return int(value)
+
+
+def _cut(
+    conn: sqlite3.Connection, min_users: int, permute: Callable[[bytes], bytes]
+) -> OutboxBatch | None:
+    """Batch every waiting submission if at least ``min_users`` wait.
+
+    Runs inside the caller's transaction: the permuted messages go to the
+    outbox and the submissions' messages are set to NULL.
+    """
+    if _waiting(conn) < min_users:
+        return None
+    rows = conn.execute("SELECT messages FROM submissions WHERE batch_id IS NULL").fetchall()
+    if len(rows) < min_users:  # pragma: no cover - the counter is transactional
+        raise StoreError(f"unbatched counter says {_waiting(conn)}, found {len(rows)} rows")
+    joined = b"".join(row[0] for row in rows)
+    batch = OutboxBatch(
+        batch_id=new_id(),
+        payload=permute(joined),
+        n_users=len(rows),
+        n_messages=len(joined) // CIPHERTEXT_LENGTH,
+    )
+    conn.execute(
+        "INSERT INTO batches(batch_id, payload, n_users, n_messages, sent) VALUES (?, ?, ?, ?, 0)",
+        (batch.batch_id, batch.payload, batch.n_users, batch.n_messages),
+    )
+    conn.execute(
+        "UPDATE submissions SET messages = NULL, batch_id = ? WHERE batch_id IS NULL",
+        (batch.batch_id,),
+    )
+    conn.execute("UPDATE counters SET value = 0 WHERE name = 'unbatched'")
+    crash_point("cut-before-commit")
+    return batch
+
+
+class SQLiteShufflerStore:
+    """The shuffler's store in one SQLite file.
+
+    Implements :class:`~shuffledp.service.store.ShufflerStore`.
+
+    Args:
+        path: The database file.
+        task_id: The task it serves.
+    """
+
+    def __init__(self, path: Path, task_id: str) -> None:
+        self.db = SQLiteDatabase(path, SHUFFLER_SCHEMA, "shuffler", task_id)
+
+    def submit(
+        self,
+        submissions: Sequence[NewSubmission],
+        *,
+        min_batch_users: int,
+        permute: Callable[[bytes], bytes],
+    ) -> SubmitOutcome:
+        """See :meth:`ShufflerStore.submit`."""
+        subs = list(submissions)
+
+        def run(conn: sqlite3.Connection) -> SubmitOutcome:
+            known = _existing(conn, "submissions", "submission_id", [s.submission_id for s in subs])
+            new = [s for s in subs if s.submission_id not in known]
+            clients = [s.client_id for s in new if s.client_id is not None]
+            if clients:
+                used = _existing(conn, "used_clients", "client_id", clients)
+                if used or len(set(clients)) != len(clients):
+                    raise ClientAlreadySubmittedError(sorted(used) or clients)
+                conn.executemany(
+                    "INSERT INTO used_clients(client_id) VALUES (?)", [(c,) for c in clients]
+                )
+            conn.executemany(
+                "INSERT INTO submissions(submission_id, messages, batch_id) VALUES (?, ?, NULL)",
+                [(s.submission_id, s.messages) for s in new],
+            )
+            conn.execute(
+                "UPDATE counters SET value = value + ? WHERE name = 'unbatched'", (len(new),)
+            )
+            if new:
+                crash_point("ingest-before-commit")
+            batch = _cut(conn, min_batch_users, permute) if new else None
+            if batch is not None:
+                self.db.request_checkpoint()
+            return SubmitOutcome(len(new), len(subs) - len(new), _waiting(conn), batch)
+
+        return self.db.write(run)
+
+    def cut_batch(self, min_users: int, permute: Callable[[bytes], bytes]) -> OutboxBatch | None:
+        """See :meth:`ShufflerStore.cut_batch`."""
+        return self.db.write(lambda conn: _cut(conn, min_users, permute), checkpoint=True)
+
+    def unsent_batches(self) -> list[str]:
+        """See :meth:`ShufflerStore.unsent_batches`."""
+        return self.db.read(
+            lambda conn: [
+                row[0]
+                for row in conn.execute(
+                    "SELECT batch_id FROM batches WHERE sent = 0 ORDER BY rowid"
+                )
+            ]
+        )
+
+    def load_outbox_batch(self, batch_id: str) -> OutboxBatch:
+        """See :meth:`ShufflerStore.load_outbox_batch`."""
+        row = self.db.read(
+            lambda conn: conn.execute(
+                "SELECT payload, n_users, n_messages FROM batches WHERE batch_id = ?", (batch_id,)
+            ).fetchone()
+        )
+        if row is None or row[0] is None:
+            raise KeyError(batch_id)
+        return OutboxBatch(batch_id, bytes(row[0]), int(row[1]), int(row[2]))
+
+    def mark_sent(self, batch_id: str) -> None:
+        """See :meth:`ShufflerStore.mark_sent`."""
+        self.db.write(
+            lambda conn: conn.execute(
+                "UPDATE batches SET sent = 1, payload = NULL WHERE batch_id = ?", (batch_id,)
+            )
+        )
+
+    def stats(self) -> dict[str, int]:
+        """See :meth:`ShufflerStore.stats`."""
+
+        def run(conn: sqlite3.Connection) -> dict[str, int]:
+            (stored,) = conn.execute("SELECT COUNT(*) FROM submissions").fetchone()
+            (waiting,) = conn.execute(
+                "SELECT value FROM counters WHERE name = 'unbatched'"
+            ).fetchone()
+            cut, sent = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(sent), 0) FROM batches"
+            ).fetchone()
+            return {
+                "submissions_stored": int(stored),
+                "users_waiting": int(waiting),
+                "batches_stored": int(cut),
+                "batches_acknowledged": int(sent),
+                "batches_unsent": int(cut) - int(sent),
+            }
+
+        return self.db.read(run)
+
+    def close(self) -> None:
+        """See :meth:`ShufflerStore.close`."""
+        self.db.close()
+
+
+def content_digest(payload: bytes, length: int) -> str:
+    """SHA-256 of a payload's fixed-length ciphertexts in sorted order (order-free)."""
+    rows = sorted(payload[i : i + length] for i in range(0, len(payload), length))
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(row)
+    return digest.hexdigest()
+
+
+class SQLiteAnalyzerStore:
+    """The analyzer's store in one SQLite file.
+
+    Implements :class:`~shuffledp.service.store.AnalyzerStore`.
+
+    Args:
+        path: The database file.
+        task_id: The task it serves.
+        read_only: Open an existing store for reading (publishing) only.
+    """
+
+    def __init__(self, path: Path, task_id: str, *, read_only: bool = False) -> None:
+        self.db = SQLiteDatabase(path, ANALYZER_SCHEMA, "analyzer", task_id, read_only=read_only)
+
+    def add_batch(self, batch: ReceivedBatch) -> bool:
+        """See :meth:`AnalyzerStore.add_batch`."""
+
+        def run(conn: sqlite3.Connection) -> bool:
+            if conn.execute(
+                "SELECT 1 FROM batches WHERE batch_id = ?", (batch.batch_id,)
+            ).fetchone():
+                return False
+            if conn.execute(
+                "SELECT 1 FROM batches WHERE content_digest = ?", (batch.content_digest,)
+            ).fetchone():
+                raise BatchConflictError(batch.batch_id)
+            conn.execute(
+                "INSERT INTO batches(batch_id, n_users, n_messages, payload, content_digest, "
+                "aggregated) VALUES (?, ?, ?, ?, ?, 0)",
+                (
+                    batch.batch_id,
+                    batch.n_users,
+                    batch.n_messages,
+                    batch.payload,
+                    batch.content_digest,
+                ),
+            )
+            return True
+
+        return self.db.write(run)
+
+    def unaggregated_batches(self) -> list[str]:
+        """See :meth:`AnalyzerStore.unaggregated_batches`."""
+        return self.db.read(
+            lambda conn: [
+                row[0]
+                for row in conn.execute(
+                    "SELECT batch_id FROM batches WHERE aggregated = 0 ORDER BY rowid"
+                )
+            ]
+        )
+
+    def load_batch(self, batch_id: str) -> ReceivedBatch:
+        """See :meth:`AnalyzerStore.load_batch`."""
+        row = self.db.read(
+            lambda conn: conn.execute(
+                "SELECT payload, n_users, n_messages, content_digest FROM batches "
+                "WHERE batch_id = ?",
+                (batch_id,),
+            ).fetchone()
+        )
+        if row is None:
+            raise KeyError(batch_id)
+        return ReceivedBatch(batch_id, bytes(row[0]), int(row[1]), int(row[2]), str(row[3]))
+
+    def record_aggregation(self, aggregation: Aggregation) -> bool:
+        """See :meth:`AnalyzerStore.record_aggregation`."""
+        counts = np.asarray(aggregation.counts, dtype=np.int64)
+        nonzero = np.flatnonzero(counts)
+        rows = [(aggregation.batch_id, int(j), int(counts[j])) for j in nonzero]
+        deltas = {
+            "batches_aggregated": 1,
+            "messages_counted": int(counts.sum()),
+            "messages_undecryptable": aggregation.undecryptable,
+            "messages_undecodable": aggregation.undecodable,
+        }
+
+        def run(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "UPDATE batches SET aggregated = 1, n_counted = ? "
+                "WHERE batch_id = ? AND aggregated = 0",
+                (int(counts.sum()), aggregation.batch_id),
+            )
+            if cursor.rowcount == 0:
+                return False
+            conn.executemany(
+                "INSERT INTO batch_counts(batch_id, bin, count) VALUES (?, ?, ?)", rows
+            )
+            _add_metrics(conn, deltas)
+            crash_point("aggregate-before-commit")
+            return True
+
+        return self.db.write(run)
+
+    def add_metrics(self, deltas: Mapping[str, int]) -> None:
+        """See :meth:`AnalyzerStore.add_metrics`."""
+        self.db.write(lambda conn: _add_metrics(conn, deltas))
+
+    def totals(self, domain_size: int) -> AggregateTotals:
+        """See :meth:`AnalyzerStore.totals`."""
+
+        def run(conn: sqlite3.Connection) -> AggregateTotals:
+            counts = np.zeros(domain_size, dtype=np.int64)
+            for j, c in conn.execute(
+                "SELECT c.bin, SUM(c.count) FROM batch_counts c JOIN batches b "
+                "ON b.batch_id = c.batch_id WHERE b.aggregated = 1 GROUP BY c.bin"
+            ):
+                counts[int(j)] = int(c)
+            n_batches, users, messages, smallest = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(n_users), 0), COALESCE(SUM(n_counted), 0), "
+                "MIN(n_users) FROM batches WHERE aggregated = 1"
+            ).fetchone()
+            (pending,) = conn.execute(
+                "SELECT COUNT(*) FROM batches WHERE aggregated = 0"
+            ).fetchone()
+            return AggregateTotals(
+                counts=counts,
+                n_users=int(users),
+                n_messages=int(messages),
+                n_batches=int(n_batches),
+                smallest_batch_users=None if smallest is None else int(smallest),
+                pending_batches=int(pending),
+            )
+
+        return self.db.read(run)
+
+    def metrics(self) -> dict[str, int]:
+        """See :meth:`AnalyzerStore.metrics`."""
+
+        def run(conn: sqlite3.Connection) -> dict[str, int]:
+            out = {str(k): int(v) for k, v in conn.execute("SELECT name, value FROM metrics")}
+            stored, users, aggregated, users_aggregated = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(n_users), 0), COALESCE(SUM(aggregated), 0), "
+                "COALESCE(SUM(n_users * aggregated), 0) FROM batches"
+            ).fetchone()
+            out.update(
+                batches_stored=int(stored),
+                users_stored=int(users),
+                batches_pending=int(stored) - int(aggregated),
+                users_aggregated=int(users_aggregated),
+            )
+            return out
+
+        return self.db.read(run)
+
+    def close(self) -> None:
+        """See :meth:`AnalyzerStore.close`."""
+        self.db.close()
+
+
+def _add_metrics(conn: sqlite3.Connection, deltas: Mapping[str, int]) -> None:
+    conn.executemany(
+        "INSERT INTO metrics(name, value) VALUES (?, ?) "
+        "ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+        [(name, int(value)) for name, value in deltas.items() if value],
+    )

@@ -1,0 +1,466 @@
+"""The task document: everything public about one collection, as JSON.
+
+A task fixes the protocol and its calibrated parameters, the public domain,
+the target (ε, δ), the minimum batch size and the analyzer's public key. Every
+client, the shuffler and the analyzer load the same document; it holds no
+secret. The analyzer's private key goes to a separate 0600 file
+(:func:`save_private_key`).
+
+Why a minimum batch size is enough. The parameters are calibrated for
+``min_batch_users`` = n users. A batch of m ≥ n users is at least as private:
+its shuffled output is a post-processing of the shuffled output of any n of
+its users (including the target) together with the other m − n users'
+messages, which do not depend on the target's value and could simply be handed
+to the adversary. So the (ε, δ) certified at n holds for every batch of at
+least n users, and the shuffler never forwards a smaller one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from shuffledp import __version__
+from shuffledp._validation import (
+    DataError,
+    InvalidParameterError,
+    check_delta,
+    check_epsilon,
+    check_int,
+)
+from shuffledp.data.domains import check_domain
+from shuffledp.protocols.base import ShuffleProtocol
+from shuffledp.protocols.flip import FlipProtocol
+from shuffledp.protocols.krr import KRRProtocol
+from shuffledp.randomizers.bitflip import FlipRandomizer
+from shuffledp.randomizers.krr import KRRRandomizer
+from shuffledp.service.secretfile import read_secret_file, write_secret_file
+from shuffledp.service.wire import (
+    MAX_INDEX,
+    SUITE_NAMES,
+    WIRE_VERSION,
+    WireError,
+    private_key_from_b64,
+    private_key_to_b64,
+    public_key_from_b64,
+    public_key_to_b64,
+)
+
+__all__ = [
+    "MESSAGE_TAIL_PROBABILITY",
+    "PROTOCOLS",
+    "TASK_FORMAT",
+    "Task",
+    "TaskError",
+    "build_protocol",
+    "build_randomizer",
+    "create_task",
+    "is_id",
+    "load_private_key",
+    "load_task",
+    "max_messages_per_user",
+    "new_id",
+    "save_private_key",
+    "save_task",
+]
+
+#: ``format`` of a task document.
+TASK_FORMAT = "shuffledp-task/1"
+#: Protocols a task can run.
+PROTOCOLS: tuple[str, ...] = ("flip", "krr")
+#: An honest FLIP client exceeds ``max_messages_per_submission`` with at most this probability.
+MESSAGE_TAIL_PROBABILITY = 1e-30
+
+Protocol = Literal["flip", "krr"]
+
+
+class TaskError(DataError):
+    """A task document is malformed or does not match its key."""
+
+
+def new_id() -> str:
+    """Return a random 128-bit identifier as 32 lowercase hex digits."""
+    return secrets.token_hex(16)
+
+
+def is_id(value: object) -> bool:
+    """Whether ``value`` is 32 lowercase hex digits (a task, submission, batch or client id)."""
+    return (
+        isinstance(value, str) and len(value) == 32 and all(c in "0123456789abcdef" for c in value)
+    )
+
+
+def max_messages_per_user(protocol: str, domain_size: int, q: float = 0.0, k: int = 0) -> int:
+    """Return the most messages an honest client sends, but for a negligible probability.
+
+    k-RR sends exactly one. A FLIP user sends Ber(1 − q) + Bin(d − 1, q) +
+    Bin(k·d, q) messages (the count's law does not depend on the value), at
+    most 1 + Bin((k + 1)·d − 1, q); the bound is the smallest c with
+    P[1 + Bin((k + 1)·d − 1, q) > c] ≤ :data:`MESSAGE_TAIL_PROBABILITY`. The
+    shuffler rejects larger submissions; a client that draws more does not submit.
+    """
+    if protocol == "krr":
+        return 1
+    from scipy.stats import binom
+
+    trials = (k + 1) * domain_size - 1
+    mean = trials * q
+    top = min(trials, int(mean + 60.0 * math.sqrt(mean + 1.0) + 200.0))
+    for extra in range(int(mean), top + 1):
+        if float(binom.sf(extra, trials, q)) <= MESSAGE_TAIL_PROBABILITY:
+            return 1 + extra
+    return 1 + top
+
+
+@dataclass(frozen=True)
+class Task:
+    """The public description of one collection (format ``shuffledp-task/1``).
+
+    Attributes:
+        task_id: Random 128-bit id (32 hex digits); bound into every ciphertext.
+        protocol: ``"flip"`` or ``"krr"``.
+        domain: The public domain's labels, in bin order (a message carries a bin index).
+        domain_source: Where the domain came from (``declared``, ``file``, ``builtin:NAME``).
+        epsilon: Target ε.
+        delta: Target δ.
+        min_batch_users: n, the number of users the parameters were calibrated
+            for. The guarantee holds for every batch of at least n users
+            (extra users' reports can be handed to the adversary: post-processing),
+            and no smaller batch is ever forwarded or published.
+        calibration: How the parameters were chosen (``exact``, ``paper``).
+        public_key: The analyzer's raw X25519 public key, base64.
+        max_messages_per_submission: Most ciphertexts one submission may carry
+            (see :func:`max_messages_per_user`).
+        one_submission_per_client: Whether the shuffler admits one submission per
+            client token (:mod:`shuffledp.service.tokens`).
+        q: FLIP's flip probability.
+        fake_users: FLIP's k.
+        epsilon0: k-RR's local ε₀.
+        estimator: k-RR's estimator (``inversion``, ``raw``, ``clip``, ``simplex``).
+        shuffledp_version: The version that created the task.
+    """
+
+    task_id: str
+    protocol: Protocol
+    domain: tuple[str, ...]
+    domain_source: str
+    epsilon: float
+    delta: float
+    min_batch_users: int
+    calibration: str
+    public_key: str
+    max_messages_per_submission: int
+    one_submission_per_client: bool = False
+    q: float | None = None
+    fake_users: int | None = None
+    epsilon0: float | None = None
+    estimator: str | None = None
+    shuffledp_version: str = __version__
+
+    @property
+    def domain_size(self) -> int:
+        """Number of bins."""
+        return len(self.domain)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The protocol parameters, as in the task document."""
+        if self.protocol == "flip":
+            return {"q": self.q, "fake_users": self.fake_users, "calibration": self.calibration}
+        return {
+            "epsilon0": self.epsilon0,
+            "estimator": self.estimator,
+            "calibration": self.calibration,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON document."""
+        return {
+            "format": TASK_FORMAT,
+            "task_id": self.task_id,
+            "protocol": self.protocol,
+            "domain": list(self.domain),
+            "domain_source": self.domain_source,
+            "parameters": self.parameters,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "min_batch_users": self.min_batch_users,
+            "max_messages_per_submission": self.max_messages_per_submission,
+            "one_submission_per_client": self.one_submission_per_client,
+            "message_format": WIRE_VERSION,
+            "hpke": dict(SUITE_NAMES),
+            "public_key": self.public_key,
+            "shuffledp_version": self.shuffledp_version,
+        }
+
+    def to_json(self) -> str:
+        """Return the document as indented JSON text."""
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+    def digest(self) -> str:
+        """SHA-256 of the canonical JSON: what a client can pin instead of trusting a server."""
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Task:
+        """Parse and check a task document.
+
+        Raises:
+            TaskError: If a field is missing, of the wrong type or out of range.
+        """
+        if not isinstance(data, dict):
+            raise TaskError("a task document must be a JSON object")
+        if data.get("format") != TASK_FORMAT:
+            raise TaskError(f"task format must be {TASK_FORMAT!r}, got {data.get('format')!r}")
+        if data.get("message_format") != WIRE_VERSION:
+            raise TaskError(f"task message_format must be {WIRE_VERSION}")
+        if data.get("hpke") != dict(SUITE_NAMES):
+            raise TaskError(f"task hpke must be {dict(SUITE_NAMES)!r}, got {data.get('hpke')!r}")
+        params = data.get("parameters")
+        if not isinstance(params, dict):
+            raise TaskError("task parameters must be an object")
+        try:
+            task = cls(
+                task_id=data["task_id"],
+                protocol=data["protocol"],
+                domain=tuple(data["domain"]),
+                domain_source=data["domain_source"],
+                epsilon=data["epsilon"],
+                delta=data["delta"],
+                min_batch_users=data["min_batch_users"],
+                calibration=params["calibration"],
+                public_key=data["public_key"],
+                max_messages_per_submission=data["max_messages_per_submission"],
+                one_submission_per_client=data["one_submission_per_client"],
+                q=params.get("q"),
+                fake_users=params.get("fake_users"),
+                epsilon0=params.get("epsilon0"),
+                estimator=params.get("estimator"),
+                shuffledp_version=data.get("shuffledp_version", "unknown"),
+            )
+        except KeyError as exc:
+            raise TaskError(f"task document has no field {exc.args[0]!r}") from None
+        except TypeError:
+            raise TaskError("task document has a field of the wrong type") from None
+        task.check()
+        return task
+
+    def check(self) -> None:
+        """Check every field.
+
+        Raises:
+            TaskError: On the first bad field.
+        """
+        try:
+            if not is_id(self.task_id):
+                raise TaskError(f"task_id must be 32 lowercase hex digits, got {self.task_id!r}")
+            if self.protocol not in PROTOCOLS:
+                raise TaskError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
+            check_domain(list(self.domain), "task domain")
+            if len(self.domain) > MAX_INDEX:
+                raise TaskError("task domain is too large for the message format")
+            check_epsilon(self.epsilon, "task epsilon")
+            check_delta(self.delta, "task delta")
+            check_int(self.min_batch_users, "task min_batch_users", minimum=2)
+            check_int(self.max_messages_per_submission, "max_messages_per_submission", minimum=1)
+            if not isinstance(self.one_submission_per_client, bool):
+                raise TaskError("one_submission_per_client must be true or false")
+            if not isinstance(self.domain_source, str) or not isinstance(self.calibration, str):
+                raise TaskError("domain_source and calibration must be strings")
+            public_key_from_b64(self.public_key)
+            if self.protocol == "flip":
+                FlipRandomizer(len(self.domain), self.q, self.fake_users)  # type: ignore[arg-type]
+            else:
+                KRRRandomizer(len(self.domain), self.epsilon0)  # type: ignore[arg-type]
+                if self.estimator not in ("inversion", "raw", "clip", "simplex"):
+                    raise TaskError(f"unknown k-RR estimator {self.estimator!r}")
+        except TaskError:
+            raise
+        except (InvalidParameterError, WireError, DataError, TypeError) as exc:
+            raise TaskError(f"invalid task: {exc}") from None
+
+    def index_of(self, label: str) -> int:
+        """Return the bin index of a label of the domain.
+
+        Raises:
+            DataError: If the label is not in the domain.
+        """
+        try:
+            return self.domain.index(label)
+        except ValueError:
+            raise DataError(f"value {label!r} is not in the task's domain") from None
+
+
+def create_task(
+    protocol: str,
+    domain: list[str] | tuple[str, ...],
+    epsilon: float,
+    delta: float,
+    min_batch_users: int,
+    *,
+    domain_source: str = "declared",
+    one_submission_per_client: bool = False,
+    fake_users: int | None = None,
+    calibration: str = "exact",
+    estimator: str = "inversion",
+) -> tuple[Task, X25519PrivateKey]:
+    """Calibrate a protocol for ``min_batch_users`` users and generate the analyzer's key pair.
+
+    FLIP uses :meth:`FlipProtocol.calibrated` (q for k fake users), k-RR
+    :meth:`KRRProtocol.calibrated` (ε₀). The returned private key must be
+    saved with :func:`save_private_key` and given to the analyzer only.
+
+    Args:
+        protocol: ``"flip"`` or ``"krr"``.
+        domain: The public domain's labels, in bin order.
+        epsilon: Target ε.
+        delta: Target δ.
+        min_batch_users: n, the smallest batch the shuffler forwards.
+        domain_source: Where the labels came from (stated in releases).
+        one_submission_per_client: Require a client token per submission.
+        fake_users: FLIP's k (default 100).
+        calibration: FLIP: ``"exact"`` or ``"paper"``.
+        estimator: k-RR's estimator.
+
+    Raises:
+        InvalidParameterError: On a bad parameter or a target no parameter meets.
+    """
+    if protocol not in PROTOCOLS:
+        raise InvalidParameterError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    labels = tuple(check_domain(list(domain)))
+    n = check_int(min_batch_users, "min_batch_users", minimum=2)
+    key = X25519PrivateKey.generate()
+    common: dict[str, Any] = {
+        "task_id": new_id(),
+        "domain": labels,
+        "domain_source": domain_source,
+        "epsilon": check_epsilon(epsilon),
+        "delta": check_delta(delta),
+        "min_batch_users": n,
+        "public_key": public_key_to_b64(key.public_key()),
+        "one_submission_per_client": bool(one_submission_per_client),
+    }
+    if protocol == "flip":
+        if calibration not in ("exact", "paper"):
+            raise InvalidParameterError(
+                f"calibration must be 'exact' or 'paper', got {calibration!r}"
+            )
+        flip = FlipProtocol.calibrated(
+            n,
+            list(labels),
+            epsilon,
+            delta,
+            fake_users=fake_users,
+            calibration=calibration,  # type: ignore[arg-type]
+        )
+        cal = flip.calibration
+        task = Task(
+            protocol="flip",
+            calibration=cal.method,
+            q=cal.q,
+            fake_users=cal.fake_users,
+            max_messages_per_submission=max_messages_per_user(
+                "flip", len(labels), cal.q, cal.fake_users
+            ),
+            **common,
+        )
+    else:
+        if estimator not in ("inversion", "raw", "clip", "simplex"):
+            raise InvalidParameterError(f"unknown k-RR estimator {estimator!r}")
+        krr = KRRProtocol.calibrated(n, list(labels), epsilon, delta)
+        task = Task(
+            protocol="krr",
+            calibration=krr.calibration.method,
+            epsilon0=krr.calibration.epsilon0,
+            estimator=estimator,
+            max_messages_per_submission=1,
+            **common,
+        )
+    task.check()
+    return task, key
+
+
+def build_protocol(task: Task, n: int) -> ShuffleProtocol:
+    """Rebuild the task's protocol for ``n`` users (estimates and the privacy report at n).
+
+    Uses ``from_parameters`` with the task's q and k (FLIP) or ε₀ (k-RR); the
+    result's privacy report is the certified δ at the task's ε for n users.
+    """
+    n = check_int(n, "n", minimum=1)
+    if task.protocol == "flip":
+        assert task.q is not None and task.fake_users is not None
+        return FlipProtocol.from_parameters(
+            q=task.q,
+            fake_users=task.fake_users,
+            n=n,
+            domain=list(task.domain),
+            epsilon=task.epsilon,
+        )
+    assert task.epsilon0 is not None and task.estimator is not None
+    return KRRProtocol.from_parameters(
+        epsilon0=task.epsilon0,
+        n=n,
+        domain=list(task.domain),
+        epsilon=task.epsilon,
+        estimator=task.estimator,  # type: ignore[arg-type]
+    )
+
+
+def build_randomizer(task: Task) -> FlipRandomizer | KRRRandomizer:
+    """Return the client-side randomizer of the task (no accounting needed)."""
+    if task.protocol == "flip":
+        assert task.q is not None and task.fake_users is not None
+        return FlipRandomizer(task.domain_size, task.q, task.fake_users)
+    assert task.epsilon0 is not None
+    return KRRRandomizer(task.domain_size, task.epsilon0)
+
+
+def save_task(task: Task, path: str | Path) -> None:
+    """Write the task document (public) to ``path``."""
+    from shuffledp.cli._common import write_atomically
+
+    path = Path(path)
+    write_atomically(path, task.to_json())
+    path.chmod(0o644)  # public: every client and both services read it
+
+
+def load_task(path: str | Path) -> Task:
+    """Read and check a task document.
+
+    Raises:
+        FileNotFoundError: If the file does not exist.
+        TaskError: If it is not a valid task document.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"task file {str(path)!r} does not exist")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise TaskError(f"task file {str(path)!r} is not JSON") from None
+    return Task.from_dict(data)
+
+
+def save_private_key(key: X25519PrivateKey, path: str | Path) -> Path:
+    """Write the analyzer's private key to a new file with mode 0600 (never overwrites)."""
+    return write_secret_file(path, private_key_to_b64(key))
+
+
+def load_private_key(path: str | Path, task: Task) -> X25519PrivateKey:
+    """Read the analyzer's private key and check that it belongs to ``task``.
+
+    Raises:
+        TaskError: If the key's public half is not the task's public key.
+    """
+    key = private_key_from_b64(read_secret_file(path, "analyzer key"))
+    if public_key_to_b64(key.public_key()) != task.public_key:
+        raise TaskError(f"the key in {str(path)!r} is not the analyzer key of task {task.task_id}")
+    return key

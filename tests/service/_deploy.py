@@ -1,0 +1,201 @@
+"""Helpers of the service tests: a deployment of both services and what to compare."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from shuffledp.service.client import Client, Submission
+from shuffledp.service.processes import ServiceProcess
+from shuffledp.service.secretfile import write_secret_file
+from shuffledp.service.task import Task, create_task, save_private_key, save_task
+from shuffledp.service.tokens import new_token_key, save_token_key
+
+DOMAIN = ["red", "green", "blue", "cyan", "pink"]
+
+_TASKS: dict[tuple[Any, ...], tuple[Task, Any]] = {}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what or predicate}")
+
+
+@dataclass
+class Deployment:
+    """A task with its files and its two services."""
+
+    task: Task
+    key: Any
+    workdir: Path
+    analyzer: ServiceProcess
+    shuffler: ServiceProcess
+    forward_token: str
+    token_key: bytes | None = None
+    clients: list[Client] = field(default_factory=list)
+
+    @property
+    def shuffler_db(self) -> Path:
+        return self.workdir / "shuffler.db"
+
+    @property
+    def analyzer_db(self) -> Path:
+        return self.workdir / "analyzer.db"
+
+    @property
+    def submissions_url(self) -> str:
+        return f"{self.shuffler.url}/v1/tasks/{self.task.task_id}/submissions"
+
+    def client(self, **kwargs: Any) -> Client:
+        kwargs.setdefault("retry_seconds", 60.0)
+        client = Client(self.task, self.shuffler.url, **kwargs)
+        self.clients.append(client)
+        return client
+
+    def shuffler_metrics(self) -> dict[str, Any]:
+        return httpx.get(f"{self.shuffler.url}/v1/metrics", timeout=10).json()
+
+    def analyzer_metrics(self) -> dict[str, Any]:
+        return httpx.get(f"{self.analyzer.url}/v1/metrics", timeout=10).json()
+
+    def wait_aggregated(self, users: int, timeout: float = 60.0) -> None:
+        wait_until(
+            lambda: self.analyzer_metrics().get("users_aggregated", 0) >= users,
+            timeout,
+            f"{users} users aggregated",
+        )
+
+    def estimate(self) -> httpx.Response:
+        return httpx.get(f"{self.analyzer.url}/v1/estimate", timeout=60)
+
+    def post_batch(self, body: Any, token: str | None = None, **kwargs: Any) -> httpx.Response:
+        token = self.forward_token if token is None else token
+        return httpx.post(
+            f"{self.analyzer.url}/v1/batches",
+            json=body,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+            **kwargs,
+        )
+
+    def stop(self) -> None:
+        for client in self.clients:
+            client.close()
+        for service in (self.shuffler, self.analyzer):
+            service.stop()
+
+
+def expected_counts(submissions: list[Submission], d: int = len(DOMAIN)) -> np.ndarray:
+    messages = [s.messages for s in submissions]
+    joined = np.concatenate(messages) if messages else np.empty(0, dtype=np.int64)
+    return np.bincount(joined, minlength=d)
+
+
+def stored_counts(deployment: Deployment) -> np.ndarray:
+    """The analyzer's aggregated statistic, read from its SQLite file."""
+    from shuffledp.service.store import open_analyzer_store
+
+    store = open_analyzer_store(
+        f"sqlite:///{deployment.analyzer_db}", deployment.task.task_id, read_only=True
+    )
+    try:
+        return store.totals(deployment.task.domain_size).counts
+    finally:
+        store.close()
+
+
+def _task(protocol: str, min_batch_users: int, one_each: bool) -> tuple[Task, Any]:
+    """A fresh task (new id and key) with the calibration of a cached one."""
+    cache_key = (protocol, min_batch_users)
+    if cache_key not in _TASKS:
+        _TASKS[cache_key] = create_task(protocol, DOMAIN, 1.0, 1e-6, min_batch_users)
+    template, _ = _TASKS[cache_key]
+    from dataclasses import replace
+
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+    from shuffledp.service.task import new_id
+    from shuffledp.service.wire import public_key_to_b64
+
+    key = X25519PrivateKey.generate()
+    task = replace(
+        template,
+        task_id=new_id(),
+        public_key=public_key_to_b64(key.public_key()),
+        one_submission_per_client=one_each,
+    )
+    return task, key
+
+
+def make_deployment(
+    workdir: Path,
+    protocol: str = "krr",
+    min_batch_users: int = 100,
+    *,
+    one_submission_per_client: bool = False,
+    shuffler_env: dict[str, str] | None = None,
+    analyzer_env: dict[str, str] | None = None,
+    shuffler_args: list[str] | None = None,
+    start: bool = True,
+) -> Deployment:
+    """Create a task's files in ``workdir`` and (by default) start both services."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    task, key = _task(protocol, min_batch_users, one_submission_per_client)
+    save_task(task, workdir / "task.json")
+    save_private_key(key, workdir / "analyzer.key")
+    forward_token = f"forward-secret-{task.task_id}"
+    write_secret_file(workdir / "forward.token", forward_token)
+    token_key = None
+    base_args = [
+        "--task", str(workdir / "task.json"),
+        "--store", f"sqlite:///{workdir / 'shuffler.db'}",
+        "--forward-token-file", str(workdir / "forward.token"),
+    ]  # fmt: skip
+    if one_submission_per_client:
+        token_key = new_token_key()
+        save_token_key(token_key, workdir / "token.key")
+        base_args += ["--token-key-file", str(workdir / "token.key")]
+    analyzer_port = free_port()
+    analyzer = ServiceProcess(
+        "analyzer",
+        [
+            "--task", str(workdir / "task.json"),
+            "--key", str(workdir / "analyzer.key"),
+            "--store", f"sqlite:///{workdir / 'analyzer.db'}",
+            "--forward-token-file", str(workdir / "forward.token"),
+        ],
+        workdir,
+        env=analyzer_env,
+        port=analyzer_port,
+    )  # fmt: skip
+    shuffler = ServiceProcess(
+        "shuffler",
+        [*base_args, *(shuffler_args or []), "--forward", f"http://127.0.0.1:{analyzer_port}"],
+        workdir,
+        env=shuffler_env,
+        port=free_port(),
+    )
+    deployment = Deployment(task, key, workdir, analyzer, shuffler, forward_token, token_key)
+    if start:
+        analyzer.launch()
+        shuffler.launch()
+        analyzer.wait_started()
+        shuffler.wait_started()
+    return deployment

@@ -1,0 +1,173 @@
+"""Task documents, key files and tokens."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from shuffledp._validation import InvalidParameterError
+from shuffledp.service.task import (
+    TASK_FORMAT,
+    Task,
+    TaskError,
+    build_protocol,
+    create_task,
+    load_private_key,
+    load_task,
+    max_messages_per_user,
+    save_private_key,
+    save_task,
+)
+from shuffledp.service.tokens import (
+    TokenError,
+    issue_token,
+    issue_tokens,
+    load_token_key,
+    new_token_key,
+    save_token_key,
+    verify_token,
+)
+
+DOMAIN = ["a", "b", "c", "d"]
+
+
+@pytest.fixture(scope="module")
+def flip_task():
+    return create_task("flip", DOMAIN, 1.0, 1e-6, 500)
+
+
+@pytest.fixture(scope="module")
+def krr_task():
+    return create_task("krr", DOMAIN, 1.0, 1e-6, 500, one_submission_per_client=True)
+
+
+@pytest.mark.parametrize("which", ["flip_task", "krr_task"])
+def test_json_round_trip(which, request, tmp_path):
+    task, _ = request.getfixturevalue(which)
+    assert Task.from_dict(json.loads(task.to_json())) == task
+    save_task(task, tmp_path / "task.json")
+    assert load_task(tmp_path / "task.json") == task
+    assert load_task(tmp_path / "task.json").digest() == task.digest()
+    assert stat.S_IMODE(os.stat(tmp_path / "task.json").st_mode) == 0o644
+    doc = task.to_dict()
+    assert doc["format"] == TASK_FORMAT
+    assert doc["hpke"] == {"kem": "X25519", "kdf": "HKDF_SHA256", "aead": "CHACHA20_POLY1305"}
+    assert len(task.task_id) == 32 and int(task.task_id, 16) >= 0
+
+
+def test_task_holds_calibrated_parameters(flip_task, krr_task):
+    flip, _ = flip_task
+    assert flip.protocol == "flip" and flip.fake_users == 100 and 0 < flip.q < 0.5
+    assert flip.min_batch_users == 500
+    krr, _ = krr_task
+    assert krr.protocol == "krr" and krr.epsilon0 > 1.0 and krr.one_submission_per_client
+    assert krr.max_messages_per_submission == 1
+
+
+@pytest.mark.parametrize("which", ["flip_task", "krr_task"])
+def test_guarantee_holds_for_every_batch_of_at_least_min_users(which, request):
+    task, _ = request.getfixturevalue(which)
+    deltas = [build_protocol(task, n).privacy_report().delta for n in (500, 501, 800, 5000)]
+    assert all(d <= task.delta for d in deltas)
+    assert build_protocol(task, 500).privacy_report().epsilon == task.epsilon
+
+
+def test_private_key_is_never_in_the_document(flip_task, tmp_path):
+    task, key = flip_task
+    raw = key.private_bytes_raw()
+    text = task.to_json()
+    import base64
+
+    assert base64.b64encode(raw).decode() not in text and raw.hex() not in text
+    path = save_private_key(key, tmp_path / "analyzer.key")
+    assert base64.b64encode(raw).decode() in path.read_text()
+
+
+def test_key_file_mode_0600_and_never_overwritten(flip_task, tmp_path):
+    task, key = flip_task
+    old = os.umask(0)  # even with a permissive umask
+    try:
+        path = save_private_key(key, tmp_path / "analyzer.key")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    before = path.read_bytes()
+    with pytest.raises(InvalidParameterError, match="already exists"):
+        save_private_key(key, path)
+    assert path.read_bytes() == before
+    assert load_private_key(path, task).private_bytes_raw() == key.private_bytes_raw()
+
+
+def test_key_of_another_task_is_refused(flip_task, krr_task, tmp_path):
+    _, key = krr_task
+    path = save_private_key(key, tmp_path / "other.key")
+    with pytest.raises(TaskError, match="not the analyzer key"):
+        load_private_key(path, flip_task[0])
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"format": "shuffledp-task/2"}, "format"),
+        ({"task_id": "xyz"}, "task_id"),
+        ({"protocol": "laplace"}, "protocol"),
+        ({"domain": ["a"]}, "two labels"),
+        ({"domain": ["a", "a"]}, "repeats"),
+        ({"epsilon": -1}, "epsilon"),
+        ({"delta": 2}, "delta"),
+        ({"min_batch_users": 1}, "min_batch_users"),
+        ({"public_key": "abc"}, "public key"),
+        ({"hpke": {"kem": "P256"}}, "hpke"),
+        ({"parameters": {"calibration": "exact", "q": 0.7, "fake_users": 100}}, "q"),
+        ({"message_format": 2}, "message_format"),
+    ],
+)
+def test_bad_documents_are_refused(flip_task, change, fragment):
+    doc = {**flip_task[0].to_dict(), **change}
+    with pytest.raises(TaskError, match=fragment):
+        Task.from_dict(doc)
+
+
+def test_missing_field_and_non_object(flip_task):
+    doc = flip_task[0].to_dict()
+    del doc["min_batch_users"]
+    with pytest.raises(TaskError, match="min_batch_users"):
+        Task.from_dict(doc)
+    with pytest.raises(TaskError):
+        Task.from_dict([1, 2])
+
+
+def test_flip_message_bound_is_a_far_tail():
+    from scipy.stats import binom
+
+    d, q, k = 4, 0.004, 100
+    bound = max_messages_per_user("flip", d, q, k)
+    trials = (k + 1) * d - 1
+    assert binom.sf(bound - 1, trials, q) <= 1e-30 < binom.sf(bound - 2, trials, q)
+    assert max_messages_per_user("krr", 10) == 1
+
+
+def test_tokens(tmp_path):
+    key = new_token_key()
+    path = save_token_key(key, tmp_path / "token.key")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert load_token_key(path) == key
+    task_id = "ab" * 16
+    token = issue_token(key, task_id)
+    client_id = verify_token(key, task_id, token)
+    assert token.startswith(client_id + ".")
+    tokens = issue_tokens(key, task_id, 50)
+    assert len({verify_token(key, task_id, t) for t in tokens}) == 50
+    with pytest.raises(TokenError):
+        verify_token(key, "cd" * 16, token)  # another task
+    with pytest.raises(TokenError):
+        verify_token(new_token_key(), task_id, token)  # another key
+    forged = token[:-1] + ("0" if token[-1] != "0" else "1")
+    with pytest.raises(TokenError):
+        verify_token(key, task_id, forged)
+    for bad in ("", "x" * 97, None, 5, client_id):
+        with pytest.raises(TokenError):
+            verify_token(key, task_id, bad)
