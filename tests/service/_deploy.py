@@ -49,6 +49,8 @@ class Deployment:
     shuffler: ServiceProcess
     forward_token: str
     token_key: bytes | None = None
+    shuffler_store: str = ""
+    analyzer_store: str = ""
     clients: list[Client] = field(default_factory=list)
 
     @property
@@ -109,12 +111,10 @@ def expected_counts(submissions: list[Submission], d: int = len(DOMAIN)) -> np.n
 
 
 def stored_counts(deployment: Deployment) -> np.ndarray:
-    """The analyzer's aggregated statistic, read from its SQLite file."""
+    """The analyzer's aggregated statistic, read from its store (SQLite file or database)."""
     from shuffledp.service.store import open_analyzer_store
 
-    store = open_analyzer_store(
-        f"sqlite:///{deployment.analyzer_db}", deployment.task.task_id, read_only=True
-    )
+    store = open_analyzer_store(deployment.analyzer_store, deployment.task.task_id, read_only=True)
     try:
         return store.totals(deployment.task.domain_size).counts
     finally:
@@ -154,9 +154,17 @@ def make_deployment(
     analyzer_env: dict[str, str] | None = None,
     shuffler_args: list[str] | None = None,
     start: bool = True,
+    shuffler_store: str | None = None,
+    analyzer_store: str | None = None,
 ) -> Deployment:
-    """Create a task's files in ``workdir`` and (by default) start both services."""
+    """Create a task's files in ``workdir`` and (by default) start both services.
+
+    The stores are SQLite files in ``workdir`` unless ``shuffler_store`` /
+    ``analyzer_store`` give other store URLs (``postgresql://…``).
+    """
     workdir.mkdir(parents=True, exist_ok=True)
+    shuffler_store = shuffler_store or f"sqlite:///{workdir / 'shuffler.db'}"
+    analyzer_store = analyzer_store or f"sqlite:///{workdir / 'analyzer.db'}"
     task, key = _task(protocol, min_batch_users, one_submission_per_client)
     save_task(task, workdir / "task.json")
     save_private_key(key, workdir / "analyzer.key")
@@ -165,7 +173,7 @@ def make_deployment(
     token_key = None
     base_args = [
         "--task", str(workdir / "task.json"),
-        "--store", f"sqlite:///{workdir / 'shuffler.db'}",
+        "--store", shuffler_store,
         "--forward-token-file", str(workdir / "forward.token"),
     ]  # fmt: skip
     if one_submission_per_client:
@@ -178,7 +186,7 @@ def make_deployment(
         [
             "--task", str(workdir / "task.json"),
             "--key", str(workdir / "analyzer.key"),
-            "--store", f"sqlite:///{workdir / 'analyzer.db'}",
+            "--store", analyzer_store,
             "--forward-token-file", str(workdir / "forward.token"),
         ],
         workdir,
@@ -192,7 +200,10 @@ def make_deployment(
         env=shuffler_env,
         port=free_port(),
     )
-    deployment = Deployment(task, key, workdir, analyzer, shuffler, forward_token, token_key)
+    deployment = Deployment(
+        task, key, workdir, analyzer, shuffler, forward_token, token_key,
+        shuffler_store=shuffler_store, analyzer_store=analyzer_store,
+    )  # fmt: skip
     if start:
         analyzer.launch()
         shuffler.launch()

@@ -153,7 +153,7 @@ def test_client_submit_serve_errors_and_publish(deploy, tmp_path, capsys):
         capsys,
         "belongs to the analyzer",
     )  # fmt: skip
-    _assert_bad([*serve, "--store", "postgresql://db/x"], capsys, "PostgreSQL")
+    _assert_bad([*serve, "--store", "postgresql://db"], capsys, "must name its database")
     _assert_bad(
         ["serve", "analyzer", "--task", task_file, "--key", str(dep.workdir / "forward.token"),
          "--store", f"sqlite:///{tmp_path / 'a.db'}",

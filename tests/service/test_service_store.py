@@ -118,7 +118,7 @@ def test_store_urls(tmp_path):
     assert str(sqlite_path("sqlite:////abs/x.db")) == "/abs/x.db"
     from shuffledp._validation import InvalidParameterError
 
-    for bad in ("x.db", "sqlite://x.db", "sqlite:///", "postgresql://u@h/db"):
+    for bad in ("x.db", "sqlite://x.db", "sqlite:///", "postgresql://u@h"):
         with pytest.raises(InvalidParameterError):
             open_shuffler_store(bad, TASK)
 

@@ -22,3 +22,28 @@ minimum batch size and the analyzer's public key. State lives in a store
 
 These modules need the ``service`` extra: ``pip install 'shuffledp[service]'``.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["Client", "Task", "create_task", "fetch_task", "load_task", "save_task"]
+
+# Imported on first use, so that ``shuffledp.service._extra`` can name the
+# missing extra before anything needs it.
+_LAZY = {
+    "Client": "shuffledp.service.client",
+    "fetch_task": "shuffledp.service.client",
+    "Task": "shuffledp.service.task",
+    "create_task": "shuffledp.service.task",
+    "load_task": "shuffledp.service.task",
+    "save_task": "shuffledp.service.task",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Return a re-exported name, importing its module on first use."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'shuffledp.service' has no attribute {name!r}")

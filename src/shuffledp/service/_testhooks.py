@@ -44,6 +44,8 @@ def _armed() -> dict[str, int]:
 
 def crash_point(name: str) -> None:
     """SIGKILL this process if ``SHUFFLEDP_TEST_KILL_AT`` arms ``name`` (tests only)."""
+    if KILL_ENV not in os.environ:  # the usual case: nothing to parse
+        return
     armed = _armed()
     if name not in armed:
         return

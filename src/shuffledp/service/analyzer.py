@@ -44,7 +44,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from shuffledp.service._server import RejectedError, error_response, parse_json, read_body
+from shuffledp.service._server import (
+    RejectedError,
+    error_response,
+    parse_json,
+    read_body,
+    store_unavailable_response,
+)
 from shuffledp.service._testhooks import crash_point
 from shuffledp.service.release import NothingToPublishError, publish
 from shuffledp.service.shuffler import BATCH_FORMAT
@@ -256,11 +262,7 @@ def create_analyzer_app(
         except StoreError as exc:
             count("store_unavailable", reason=True)
             _log.error("store unavailable: %s", exc)
-            return JSONResponse(
-                {"error": "store unavailable, retry later", "reason": "store_unavailable"},
-                status_code=503,
-                headers={"Retry-After": "1"},
-            )
+            return store_unavailable_response()
         return JSONResponse(answer, status_code=status)
 
     async def estimate(request: Request) -> Response:
@@ -268,6 +270,10 @@ def create_analyzer_app(
             result = await run_in_threadpool(publish, task, store)
         except NothingToPublishError as exc:
             return JSONResponse({"error": str(exc), "reason": "nothing_to_publish"}, 409)
+        except StoreError as exc:
+            count("store_unavailable", reason=True)
+            _log.error("store unavailable: %s", exc)
+            return store_unavailable_response()
         return JSONResponse(result)
 
     async def get_task(request: Request) -> Response:
@@ -277,7 +283,11 @@ def create_analyzer_app(
         return JSONResponse({"status": "ok", "role": "analyzer", "task_id": task.task_id})
 
     async def get_metrics(request: Request) -> Response:
-        stored = await run_in_threadpool(store.metrics)
+        try:
+            stored = await run_in_threadpool(store.metrics)
+        except StoreError as exc:
+            _log.error("store unavailable: %s", exc)
+            return store_unavailable_response()
         with lock:
             snapshot = {**counters, "rejected": dict(rejected)}
         return JSONResponse({**snapshot, **stored})

@@ -38,13 +38,17 @@ with dummy messages.
 
 from __future__ import annotations
 
+import asyncio
+import binascii
+import concurrent.futures
 import contextlib
 import json
 import logging
+import re
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import httpx
 import numpy as np
@@ -54,7 +58,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from shuffledp.service._server import RejectedError, error_response, parse_json, read_body
+from shuffledp.service._server import (
+    RejectedError,
+    error_response,
+    parse_json,
+    read_body,
+    store_unavailable_response,
+)
 from shuffledp.service._testhooks import crash_point
 from shuffledp.service.store import (
     ClientAlreadySubmittedError,
@@ -62,10 +72,12 @@ from shuffledp.service.store import (
     OutboxBatch,
     ShufflerStore,
     StoreError,
+    SubmitOutcome,
 )
 from shuffledp.service.task import Task, is_id
 from shuffledp.service.tokens import TokenError, verify_token
 from shuffledp.service.wire import (
+    CIPHERTEXT_B64_LENGTH,
     CIPHERTEXT_LENGTH,
     WireError,
     b64decode_exact,
@@ -80,6 +92,7 @@ __all__ = [
     "SUBMISSIONS_FORMAT",
     "Dispatcher",
     "ShufflerMetrics",
+    "SubmitsWithoutBlocking",
     "batch_document",
     "create_shuffler_app",
     "parse_submissions",
@@ -96,7 +109,10 @@ BATCH_FORMAT = "shuffledp-batch/1"
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 #: Default most submissions per request.
 DEFAULT_MAX_SUBMISSIONS_PER_REQUEST = 1000
+#: Bodies up to this size are checked on the event loop, larger ones in a worker thread.
+INLINE_PARSE_BYTES = 64 * 1024
 _SUBMISSION_KEYS = frozenset({"submission_id", "ciphertexts", "token"})
+_HEX_DIGITS = re.compile("[0-9a-f]*")
 
 
 def permute_messages(payload: bytes) -> bytes:
@@ -108,6 +124,26 @@ def permute_messages(payload: bytes) -> bytes:
     """
     rows = np.frombuffer(payload, dtype=np.uint8).reshape(-1, CIPHERTEXT_LENGTH)
     return rows[secure_permutation(rows.shape[0])].tobytes()
+
+
+@runtime_checkable
+class SubmitsWithoutBlocking(Protocol):
+    """A store that also offers :meth:`ShufflerStore.submit` as a future (optional).
+
+    :class:`~shuffledp.service.sqlite_store.SQLiteShufflerStore` does: the
+    app then awaits the group commit on the event loop instead of blocking a
+    worker thread per request. Other stores are called in a worker thread.
+    """
+
+    def submit_future(
+        self,
+        submissions: Sequence[NewSubmission],
+        *,
+        min_batch_users: int,
+        permute: Callable[[bytes], bytes],
+    ) -> concurrent.futures.Future[SubmitOutcome]:
+        """Queue :meth:`ShufflerStore.submit`; the future completes once it is durable."""
+        ...
 
 
 class ShufflerMetrics:
@@ -122,6 +158,11 @@ class ShufflerMetrics:
         """Add to a counter."""
         with self._lock:
             self.counters[name] += value
+
+    def add_many(self, **values: int) -> None:
+        """Add to several counters at once."""
+        with self._lock:
+            self.counters.update(values)
 
     def reject(self, reason: str) -> None:
         """Count a refused request."""
@@ -159,10 +200,15 @@ def parse_submissions(
         )
     low = 1 if task.protocol == "krr" else 0
     high = task.max_messages_per_submission
+    needs_token = task.one_submission_per_client
+    if not needs_token:
+        checked = _parse_well_formed(items, low, high)
+        if checked is not None:
+            return checked
     out: list[NewSubmission] = []
     seen: set[str] = set()
     for item in items:
-        if not isinstance(item, dict) or not set(item) <= _SUBMISSION_KEYS:
+        if not isinstance(item, dict) or not item.keys() <= _SUBMISSION_KEYS:
             raise RejectedError(
                 400,
                 "invalid_submission",
@@ -182,11 +228,13 @@ def parse_submissions(
                 400, "invalid_ciphertexts", f"ciphertexts must be a list of {low} to {high} items"
             )
         try:
-            messages = b"".join(b64decode_exact(ct, CIPHERTEXT_LENGTH, "ciphertext") for ct in cts)
+            messages = b"".join(
+                [b64decode_exact(ct, CIPHERTEXT_LENGTH, "ciphertext") for ct in cts]
+            )
         except WireError as exc:
             raise RejectedError(400, "invalid_ciphertexts", str(exc)) from None
         client_id = None
-        if task.one_submission_per_client:
+        if needs_token:
             assert token_key is not None
             token = item.get("token")
             if token is None:
@@ -196,6 +244,51 @@ def parse_submissions(
             except TokenError as exc:
                 raise RejectedError(403, "invalid_token", str(exc)) from None
         out.append(NewSubmission(sid, messages, client_id))
+    return out
+
+
+def _parse_well_formed(items: list[Any], low: int, high: int) -> list[NewSubmission] | None:
+    """Check a request without tokens in bulk (a few C-level passes, not one per field).
+
+    Returns None as soon as anything differs from a well-formed request: the
+    item-by-item checks of :func:`parse_submissions` then find and report the
+    first problem. What this accepts, they accept too, with the same result.
+    """
+    if any(type(item) is not dict or len(item) != 2 for item in items):
+        return None  # not an object, or a token or another key present
+    try:
+        ids = [item["submission_id"] for item in items]
+        lists = [item["ciphertexts"] for item in items]
+    except KeyError:
+        return None
+    if any(type(sid) is not str for sid in ids) or set(map(len, ids)) != {32}:
+        return None
+    if _HEX_DIGITS.fullmatch("".join(ids)) is None or len(set(ids)) != len(ids):
+        return None
+    if any(type(cts) is not list for cts in lists):
+        return None
+    counts = set(map(len, lists))
+    if min(counts) < low or max(counts) > high:
+        return None
+    texts = [ct for cts in lists for ct in cts]
+    if any(type(ct) is not str for ct in texts):
+        return None
+    if texts and set(map(len, texts)) != {CIPHERTEXT_B64_LENGTH}:
+        return None
+    decode = binascii.a2b_base64
+    try:  # as b64decode_exact does, one call per ciphertext
+        raw = [decode(ct, strict_mode=True) for ct in texts]
+    except ValueError:  # binascii.Error included
+        return None
+    if raw and set(map(len, raw)) != {CIPHERTEXT_LENGTH}:
+        return None
+    if counts == {1}:
+        return [NewSubmission(sid, message) for sid, message in zip(ids, raw, strict=True)]
+    out: list[NewSubmission] = []
+    start = 0
+    for sid, cts in zip(ids, lists, strict=True):
+        out.append(NewSubmission(sid, b"".join(raw[start : start + len(cts)])))
+        start += len(cts)
     return out
 
 
@@ -353,36 +446,32 @@ def create_shuffler_app(
     dispatcher = Dispatcher(task, store, forward_url, forward_token, metrics)
     task_json = task.to_dict()
 
-    def ingest(body: bytes) -> tuple[int, dict[str, Any]]:
-        try:
-            subs = parse_submissions(
-                parse_json(body),
-                task,
-                max_submissions=max_submissions_per_request,
-                token_key=token_key,
-            )
-            outcome = store.submit(
-                subs, min_batch_users=task.min_batch_users, permute=permute_messages
-            )
-        except RejectedError as exc:
-            metrics.reject(exc.reason)
-            return exc.status, {"error": exc.message, "reason": exc.reason}
-        except ClientAlreadySubmittedError:
-            metrics.reject("client_already_submitted")
-            return 409, {
-                "error": "this client already submitted (one submission per client)",
-                "reason": "client_already_submitted",
-            }
-        if outcome.accepted:
-            crash_point("ingest-after-commit")
-        metrics.add("requests_accepted")
-        metrics.add("submissions_accepted", outcome.accepted)
-        metrics.add("submissions_duplicate", outcome.duplicates)
-        if outcome.batch is not None:
-            metrics.add("batches_cut")
-            _log.info("cut batch %s: %d users", outcome.batch.batch_id, outcome.batch.n_users)
-            dispatcher.wake()
-        return 200, {"status": "accepted", "submission_ids": [s.submission_id for s in subs]}
+    nonblocking = store if isinstance(store, SubmitsWithoutBlocking) else None
+
+    def parse(body: bytes) -> list[NewSubmission]:
+        return parse_submissions(
+            parse_json(body), task, max_submissions=max_submissions_per_request, token_key=token_key
+        )
+
+    def parse_and_submit(body: bytes) -> tuple[list[NewSubmission], SubmitOutcome]:
+        subs = parse(body)
+        return subs, store.submit(
+            subs, min_batch_users=task.min_batch_users, permute=permute_messages
+        )
+
+    async def ingest(body: bytes) -> tuple[list[NewSubmission], SubmitOutcome]:
+        """Check and store a request's submissions; return once they are durable."""
+        if nonblocking is None:  # the store blocks: parse and submit in a worker thread
+            return await run_in_threadpool(parse_and_submit, body)
+        # Small bodies are checked on the event loop (cheaper than a thread hop);
+        # the request then waits on the group commit without holding a thread.
+        subs = (
+            parse(body) if len(body) <= INLINE_PARSE_BYTES else await run_in_threadpool(parse, body)
+        )
+        future = nonblocking.submit_future(
+            subs, min_batch_users=task.min_batch_users, permute=permute_messages
+        )
+        return subs, await asyncio.wrap_future(future)
 
     async def submissions(request: Request) -> Response:
         if request.path_params["task_id"] != task.task_id:
@@ -390,20 +479,37 @@ def create_shuffler_app(
             return error_response(RejectedError(404, "unknown_task", "no such task"))
         try:
             body = await read_body(request, max_body_bytes)
+            subs, outcome = await ingest(body)
         except RejectedError as exc:
             metrics.reject(exc.reason)
             return error_response(exc)
-        try:
-            status, answer = await run_in_threadpool(ingest, body)
+        except ClientAlreadySubmittedError:
+            metrics.reject("client_already_submitted")
+            return JSONResponse(
+                {
+                    "error": "this client already submitted (one submission per client)",
+                    "reason": "client_already_submitted",
+                },
+                status_code=409,
+            )
         except StoreError as exc:
             metrics.reject("store_unavailable")
             _log.error("store unavailable: %s", exc)
-            return JSONResponse(
-                {"error": "store unavailable, retry later", "reason": "store_unavailable"},
-                status_code=503,
-                headers={"Retry-After": "1"},
-            )
-        return JSONResponse(answer, status_code=status)
+            return store_unavailable_response()
+        if outcome.accepted:
+            crash_point("ingest-after-commit")
+        metrics.add_many(
+            requests_accepted=1,
+            submissions_accepted=outcome.accepted,
+            submissions_duplicate=outcome.duplicates,
+        )
+        if outcome.batch is not None:
+            metrics.add("batches_cut")
+            _log.info("cut batch %s: %d users", outcome.batch.batch_id, outcome.batch.n_users)
+            dispatcher.wake()
+        return JSONResponse(
+            {"status": "accepted", "submission_ids": [s.submission_id for s in subs]}
+        )
 
     async def get_task(request: Request) -> Response:
         if request.path_params["task_id"] != task.task_id:
@@ -415,7 +521,11 @@ def create_shuffler_app(
         return JSONResponse({"status": "ok", "role": "shuffler", "task_id": task.task_id})
 
     async def get_metrics(request: Request) -> Response:
-        stats = await run_in_threadpool(store.stats)
+        try:
+            stats = await run_in_threadpool(store.stats)
+        except StoreError as exc:
+            _log.error("store unavailable: %s", exc)
+            return store_unavailable_response()
         return JSONResponse({**metrics.snapshot(), **stats})
 
     @contextlib.asynccontextmanager

@@ -5,12 +5,15 @@ Durability and throughput. The database runs in WAL mode with
 go through ONE writer thread, which takes every write queued while it was busy,
 runs them in one transaction (each inside its own SAVEPOINT, so one failing
 write does not undo the others), commits once, and only then wakes each
-caller: a group commit, one fsync for many requests. Readers use their own
-short-lived connections and see the last committed state.
+caller: a group commit, one fsync for many requests. A caller on an event loop
+awaits the write's future (:meth:`SQLiteDatabase.write_future`) instead of
+blocking a thread. Readers use their own short-lived connections and see the
+last committed state.
 
 ``secure_delete`` is on, so ciphertexts dropped from the shuffler's
 submissions (once batched) are overwritten rather than left in free pages, and
-the WAL is checkpointed and truncated after each batch is cut.
+the WAL is checkpointed and truncated after each batch is cut. Savepoint
+journals stay in memory (``temp_store = MEMORY``), never in temporary files.
 
 Every database records its role and task id in a ``meta`` table and refuses to
 be opened for another role or task.
@@ -46,15 +49,28 @@ from shuffledp.service.store import (
 from shuffledp.service.task import new_id
 from shuffledp.service.wire import CIPHERTEXT_LENGTH
 
-__all__ = ["SQLiteAnalyzerStore", "SQLiteDatabase", "SQLiteShufflerStore", "content_digest"]
+__all__ = [
+    "SQLiteAnalyzerStore",
+    "SQLiteDatabase",
+    "SQLiteShufflerStore",
+    "aggregation_changes",
+    "check_meta",
+    "content_digest",
+    "expected_meta",
+    "new_outbox_batch",
+]
 
 T = TypeVar("T")
 _log = logging.getLogger("shuffledp.service")
 
 #: Most queued writes committed together.
 MAX_GROUP = 1024
+#: The writer's page cache (KiB). Submission ids are random keys, so every insert
+#: lands on a random page of a table that only grows: a cache that holds the
+#: table saves a read per insert.
+WRITER_CACHE_KIB = 64 * 1024
 _SCHEMA_VERSION = "1"
-_CHUNK = 500  # SQL variables per IN (...) list
+_CHUNK = 500  # SQL variables per statement (an IN (...) list, a multi-row INSERT); < 999
 
 _META = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
 
@@ -105,6 +121,69 @@ CREATE TABLE IF NOT EXISTS batch_counts(
 CREATE TABLE IF NOT EXISTS metrics(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 """
 )
+
+
+def expected_meta(role: str, task_id: str) -> dict[str, str]:
+    """The ``meta`` rows a store of ``role`` for ``task_id`` records (every backend)."""
+    return {"role": role, "task_id": task_id, "schema_version": _SCHEMA_VERSION}
+
+
+def check_meta(found: Mapping[str, str], where: str, role: str, task_id: str) -> None:
+    """Refuse a store whose ``meta`` rows name another role, task or schema version.
+
+    Args:
+        found: The store's ``meta`` rows (key -> value).
+        where: How to name the store in an error (a path, a URL without password).
+        role: The role that opens it.
+        task_id: The task that opens it.
+
+    Raises:
+        StoreError: If ``found`` is not :func:`expected_meta` of ``role`` and ``task_id``.
+    """
+    if found.get("role") != role:
+        raise StoreError(f"store {where!r} belongs to the {found.get('role')}, not the {role}")
+    if found.get("task_id") != task_id:
+        raise StoreError(f"store {where!r} belongs to task {found.get('task_id')}, not {task_id}")
+    if found.get("schema_version") != _SCHEMA_VERSION:
+        raise StoreError(f"store {where!r} has schema {found.get('schema_version')}")
+
+
+def new_outbox_batch(messages: Sequence[bytes], permute: Callable[[bytes], bytes]) -> OutboxBatch:
+    """The batch of the waiting submissions' ``messages``: a new id, all their ciphertexts permuted.
+
+    Args:
+        messages: Each waiting submission's ciphertexts, concatenated (one item per user).
+        permute: One uniformly random permutation of fixed-length ciphertexts (the
+            shuffler passes :func:`~shuffledp.service.shuffler.permute_messages`).
+    """
+    joined = b"".join(messages)
+    return OutboxBatch(
+        batch_id=new_id(),
+        payload=permute(joined),
+        n_users=len(messages),
+        n_messages=len(joined) // CIPHERTEXT_LENGTH,
+    )
+
+
+def aggregation_changes(
+    aggregation: Aggregation,
+) -> tuple[int, list[tuple[int, int]], dict[str, int]]:
+    """What recording ``aggregation`` writes, in every backend.
+
+    Returns:
+        The messages counted, the ``(bin, count)`` pairs of the nonzero bins,
+        and the metric deltas.
+    """
+    counts = np.asarray(aggregation.counts, dtype=np.int64)
+    counted = int(counts.sum())
+    bins = [(int(j), int(counts[j])) for j in np.flatnonzero(counts)]
+    deltas = {
+        "batches_aggregated": 1,
+        "messages_counted": counted,
+        "messages_undecryptable": aggregation.undecryptable,
+        "messages_undecodable": aggregation.undecodable,
+    }
+    return counted, bins, deltas
 
 
 @dataclass
@@ -171,7 +250,7 @@ class SQLiteDatabase:
             conn.close()
 
     def _check_meta(self, role: str, task_id: str) -> None:
-        expected = {"role": role, "task_id": task_id, "schema_version": _SCHEMA_VERSION}
+        expected = expected_meta(role, task_id)
         try:
             conn = self._connect()
             try:
@@ -187,16 +266,7 @@ class SQLiteDatabase:
                 conn.close()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"store {str(self.path)!r} is not usable: {exc}") from None
-        if rows.get("role") != role:
-            raise StoreError(
-                f"store {str(self.path)!r} belongs to the {rows.get('role')}, not the {role}"
-            )
-        if rows.get("task_id") != task_id:
-            raise StoreError(
-                f"store {str(self.path)!r} belongs to task {rows.get('task_id')}, not {task_id}"
-            )
-        if rows.get("schema_version") != _SCHEMA_VERSION:
-            raise StoreError(f"store {str(self.path)!r} has schema {rows.get('schema_version')}")
+        check_meta(rows, str(self.path), role, task_id)
 
     def write(self, run: Callable[[sqlite3.Connection], T], *, checkpoint: bool = False) -> T:
         """Run ``run(conn)`` in the writer's next transaction; return once it is committed.
@@ -209,30 +279,52 @@ class SQLiteDatabase:
         Raises:
             StoreError: If the store is closed or the commit failed.
         """
+        return self.write_future(run, checkpoint=checkpoint).result()
+
+    def write_future(
+        self, run: Callable[[sqlite3.Connection], T], *, checkpoint: bool = False
+    ) -> concurrent.futures.Future[T]:
+        """Queue ``run(conn)`` as :meth:`write` does, without waiting for the commit.
+
+        The future completes once the transaction is committed: with what
+        ``run`` returned, or with the exception :meth:`write` would raise. (An
+        event loop awaits it with :func:`asyncio.wrap_future` instead of
+        blocking a thread: one thread hand-off per write instead of two.)
+
+        Raises:
+            StoreError: If the store is read-only or closed.
+        """
         if self._writer is None:
             raise StoreError("store is read-only")
         if not self._writer.is_alive():
             raise StoreError("store is closed")
         job: _Job[T] = _Job(run, concurrent.futures.Future(), checkpoint)
         self._queue.put(job)
-        return job.future.result()
+        return job.future
 
     def request_checkpoint(self) -> None:
         """From inside a write: checkpoint and truncate the WAL after this group commits."""
         self._checkpoint_requested = True
 
     def read(self, run: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``run(conn)`` in one read transaction (a consistent snapshot) on a new connection."""
-        conn = self._connect()
+        """Run ``run(conn)`` in one read transaction (a consistent snapshot) on a new connection.
+
+        Raises:
+            StoreError: If the database cannot be read (locked, gone, corrupt).
+        """
         try:
-            conn.execute("PRAGMA query_only = 1")
-            conn.execute("BEGIN")
+            conn = self._connect()
             try:
-                return run(conn)
+                conn.execute("PRAGMA query_only = 1")
+                conn.execute("BEGIN")
+                try:
+                    return run(conn)
+                finally:
+                    conn.execute("COMMIT")
             finally:
-                conn.execute("COMMIT")
-        finally:
-            conn.close()
+                conn.close()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the store {str(self.path)!r}: {exc}") from exc
 
     def close(self) -> None:
         """Commit what is queued, stop the writer and release the file."""
@@ -244,6 +336,13 @@ class SQLiteDatabase:
         conn = self._connect()
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA secure_delete = ON")
+        conn.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
+        # Each write runs in a SAVEPOINT, whose journal holds the original of every
+        # page it changes. In memory, not in a temporary file: no page images (with
+        # ciphertexts) on disk outside the database and its WAL, and no file writes
+        # (they were most of the bytes written per submission). The price: while a
+        # batch is cut, up to one page (4 KiB) per user of the batch in memory.
+        conn.execute("PRAGMA temp_store = MEMORY")
         stopping = False
         try:
             while not stopping:
@@ -269,10 +368,15 @@ class SQLiteDatabase:
                     job = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if job is not None:
+                if job is not None and job.future.set_running_or_notify_cancel():
                     job.future.set_exception(StoreError("store is closed"))
 
     def _commit_group(self, conn: sqlite3.Connection, jobs: list[_Job[Any]]) -> None:
+        # A job whose caller cancelled its future before the write began is
+        # dropped; the others can no longer be cancelled.
+        jobs = [job for job in jobs if job.future.set_running_or_notify_cancel()]
+        if not jobs:
+            return
         outcomes: list[tuple[_Job[Any], Any, BaseException | None]] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -331,26 +435,66 @@ def _waiting(conn: sqlite3.Connection) -> int:
     return int(value)
 
 
+def _insert_new(conn: sqlite3.Connection, params: Sequence[str | bytes]) -> int:
+    """Insert submissions given as flat ``(id, messages, id, messages, …)``; skip known ids.
+
+    Returns how many were new. One multi-row INSERT per :data:`_CHUNK` variables
+    rather than ``executemany``: one SQLite call (and one release of the GIL)
+    for many rows, so the writer does not wait for the GIL row after row while
+    the event loop is busy.
+    """
+    accepted = 0
+    for start in range(0, len(params), _CHUNK):
+        chunk = params[start : start + _CHUNK]
+        accepted += conn.execute(
+            "INSERT INTO submissions(submission_id, messages, batch_id) VALUES "
+            + ",".join(["(?, ?, NULL)"] * (len(chunk) // 2))
+            + " ON CONFLICT(submission_id) DO NOTHING",
+            chunk,
+        ).rowcount
+    return accepted
+
+
+def _insert_with_clients(conn: sqlite3.Connection, subs: Sequence[NewSubmission]) -> int:
+    """Insert the submissions not stored yet and their client ids; return how many.
+
+    Raises:
+        ClientAlreadySubmittedError: If a new submission's client id was used
+            before or twice in ``subs`` (nothing is inserted).
+    """
+    known = _existing(conn, "submissions", "submission_id", [s.submission_id for s in subs])
+    new = [s for s in subs if s.submission_id not in known]
+    clients = [s.client_id for s in new if s.client_id is not None]
+    if clients:
+        used = _existing(conn, "used_clients", "client_id", clients)
+        if used or len(set(clients)) != len(clients):
+            raise ClientAlreadySubmittedError(sorted(used) or clients)
+        conn.executemany("INSERT INTO used_clients(client_id) VALUES (?)", [(c,) for c in clients])
+    conn.executemany(
+        "INSERT INTO submissions(submission_id, messages, batch_id) VALUES (?, ?, NULL)",
+        [(s.submission_id, s.messages) for s in new],
+    )
+    return len(new)
+
+
 def _cut(
-    conn: sqlite3.Connection, min_users: int, permute: Callable[[bytes], bytes]
+    conn: sqlite3.Connection,
+    min_users: int,
+    permute: Callable[[bytes], bytes],
+    waiting: int | None = None,
 ) -> OutboxBatch | None:
     """Batch every waiting submission if at least ``min_users`` wait.
 
     Runs inside the caller's transaction: the permuted messages go to the
-    outbox and the submissions' messages are set to NULL.
+    outbox and the submissions' messages are set to NULL. ``waiting`` is the
+    unbatched counter when the caller has just read it in this transaction.
     """
-    if _waiting(conn) < min_users:
+    if (_waiting(conn) if waiting is None else waiting) < min_users:
         return None
     rows = conn.execute("SELECT messages FROM submissions WHERE batch_id IS NULL").fetchall()
     if len(rows) < min_users:  # pragma: no cover - the counter is transactional
         raise StoreError(f"unbatched counter says {_waiting(conn)}, found {len(rows)} rows")
-    joined = b"".join(row[0] for row in rows)
-    batch = OutboxBatch(
-        batch_id=new_id(),
-        payload=permute(joined),
-        n_users=len(rows),
-        n_messages=len(joined) // CIPHERTEXT_LENGTH,
-    )
+    batch = new_outbox_batch([row[0] for row in rows], permute)
     conn.execute(
         "INSERT INTO batches(batch_id, payload, n_users, n_messages, sent) VALUES (?, ?, ?, ?, 0)",
         (batch.batch_id, batch.payload, batch.n_users, batch.n_messages),
@@ -385,34 +529,48 @@ class SQLiteShufflerStore:
         permute: Callable[[bytes], bytes],
     ) -> SubmitOutcome:
         """See :meth:`ShufflerStore.submit`."""
+        return self.submit_future(
+            submissions, min_batch_users=min_batch_users, permute=permute
+        ).result()
+
+    def submit_future(
+        self,
+        submissions: Sequence[NewSubmission],
+        *,
+        min_batch_users: int,
+        permute: Callable[[bytes], bytes],
+    ) -> concurrent.futures.Future[SubmitOutcome]:
+        """:meth:`submit` without waiting: the future completes once the write is durable.
+
+        Not part of :class:`~shuffledp.service.store.ShufflerStore`: the
+        shuffler's app uses it when a store offers it, so that a request waits
+        on the group commit without holding a worker thread.
+
+        Raises:
+            StoreError: If the store is closed (later failures go to the future).
+        """
         subs = list(submissions)
+        with_clients = any(s.client_id is not None for s in subs)
+        params = [] if with_clients else [v for s in subs for v in (s.submission_id, s.messages)]
 
         def run(conn: sqlite3.Connection) -> SubmitOutcome:
-            known = _existing(conn, "submissions", "submission_id", [s.submission_id for s in subs])
-            new = [s for s in subs if s.submission_id not in known]
-            clients = [s.client_id for s in new if s.client_id is not None]
-            if clients:
-                used = _existing(conn, "used_clients", "client_id", clients)
-                if used or len(set(clients)) != len(clients):
-                    raise ClientAlreadySubmittedError(sorted(used) or clients)
-                conn.executemany(
-                    "INSERT INTO used_clients(client_id) VALUES (?)", [(c,) for c in clients]
-                )
-            conn.executemany(
-                "INSERT INTO submissions(submission_id, messages, batch_id) VALUES (?, ?, NULL)",
-                [(s.submission_id, s.messages) for s in new],
-            )
-            conn.execute(
-                "UPDATE counters SET value = value + ? WHERE name = 'unbatched'", (len(new),)
-            )
-            if new:
+            if with_clients:
+                accepted = _insert_with_clients(conn, subs)
+            else:  # known ids are no-ops; the insert counts the new ones
+                accepted = _insert_new(conn, params)
+            ((waiting,),) = conn.execute(
+                "UPDATE counters SET value = value + ? WHERE name = 'unbatched' RETURNING value",
+                (accepted,),
+            ).fetchall()
+            if accepted:
                 crash_point("ingest-before-commit")
-            batch = _cut(conn, min_batch_users, permute) if new else None
+            batch = _cut(conn, min_batch_users, permute, int(waiting)) if accepted else None
             if batch is not None:
                 self.db.request_checkpoint()
-            return SubmitOutcome(len(new), len(subs) - len(new), _waiting(conn), batch)
+                waiting = 0
+            return SubmitOutcome(accepted, len(subs) - accepted, int(waiting), batch)
 
-        return self.db.write(run)
+        return self.db.write_future(run)
 
     def cut_batch(self, min_users: int, permute: Callable[[bytes], bytes]) -> OutboxBatch | None:
         """See :meth:`ShufflerStore.cut_batch`."""
@@ -550,21 +708,14 @@ class SQLiteAnalyzerStore:
 
     def record_aggregation(self, aggregation: Aggregation) -> bool:
         """See :meth:`AnalyzerStore.record_aggregation`."""
-        counts = np.asarray(aggregation.counts, dtype=np.int64)
-        nonzero = np.flatnonzero(counts)
-        rows = [(aggregation.batch_id, int(j), int(counts[j])) for j in nonzero]
-        deltas = {
-            "batches_aggregated": 1,
-            "messages_counted": int(counts.sum()),
-            "messages_undecryptable": aggregation.undecryptable,
-            "messages_undecodable": aggregation.undecodable,
-        }
+        counted, bins, deltas = aggregation_changes(aggregation)
+        rows = [(aggregation.batch_id, j, c) for j, c in bins]
 
         def run(conn: sqlite3.Connection) -> bool:
             cursor = conn.execute(
                 "UPDATE batches SET aggregated = 1, n_counted = ? "
                 "WHERE batch_id = ? AND aggregated = 0",
-                (int(counts.sum()), aggregation.batch_id),
+                (counted, aggregation.batch_id),
             )
             if cursor.rowcount == 0:
                 return False

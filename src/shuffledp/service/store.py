@@ -4,22 +4,29 @@ Each role needs only a handful of operations, listed by :class:`ShufflerStore`
 and :class:`AnalyzerStore`. Every operation is one transaction and every write
 is durable when the call returns, so a service acknowledges a request only
 after its effect would survive a crash (``kill -9``, power loss with
-``synchronous=FULL``). Calls are blocking and thread-safe; the web handlers
-run them in a worker thread.
+SQLite's ``synchronous=FULL`` or PostgreSQL's ``synchronous_commit=on``).
+Calls are blocking and thread-safe; the web handlers run them in a worker
+thread. A store that cannot do its work (database down, disk full) raises
+:class:`StoreError`, which the services answer with 503 (retry later).
 
-The SQLite implementation is :mod:`shuffledp.service.sqlite_store`. A
-PostgreSQL one (psycopg 3) would implement the same two protocols with the
-same plain-SQL tables (``BLOB`` → ``BYTEA``, ``INSERT … ON CONFLICT DO
-NOTHING`` as in SQLite, ``SELECT … FOR UPDATE`` where a batch is cut) and be
-returned by :func:`open_shuffler_store` / :func:`open_analyzer_store` for a
-``postgresql://`` URL.
+Two implementations, chosen by the store URL (:func:`open_shuffler_store`,
+:func:`open_analyzer_store`):
+
+* ``sqlite:///PATH``: :mod:`shuffledp.service.sqlite_store` (stdlib; one writer
+  thread with group commit);
+* ``postgresql://…`` or ``postgres://…``: :mod:`shuffledp.service.postgres_store`
+  (psycopg 3, the ``service`` extra): the same tables in plain SQL (``BYTEA``
+  for ``BLOB``, ``INSERT … ON CONFLICT DO NOTHING``, ``SELECT … FOR UPDATE``
+  where a batch is cut), one database per role and task.
 
 What is stored, on purpose and no more. Shuffler: submission id, its
 ciphertexts until the submission is batched (then NULL: only the id is kept,
 for deduplication), the batch it went to; batches waiting to be forwarded;
 used client ids (one submission per client), not linked to submissions. No IP
 address, header or timestamp anywhere. Analyzer: batches as received (permuted
-ciphertexts, number of users), per-batch counts, and counters.
+ciphertexts, number of users), per-batch counts, and counters. (PostgreSQL's
+files also keep old row versions, the WAL, and the rows' arrival order: see
+:mod:`shuffledp.service.postgres_store`.)
 """
 
 from __future__ import annotations
@@ -290,14 +297,30 @@ def sqlite_path(url: str) -> Path:
     return Path(url[len(prefix) :])
 
 
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
 def check_store_url(url: str) -> None:
     """Check that ``url`` names a supported store (before anything is started).
 
+    Nothing is opened or contacted: a PostgreSQL URL is only parsed.
+
     Raises:
         InvalidParameterError: If it does not.
+        MissingExtraError: For a PostgreSQL URL without psycopg (the ``service`` extra).
     """
-    if url.startswith(("postgresql://", "postgres://")):
-        raise InvalidParameterError("a PostgreSQL store is not available yet; use sqlite:///PATH")
+    if url.startswith(_POSTGRES_SCHEMES):
+        from shuffledp.service.postgres_store import check_postgres_url
+
+        check_postgres_url(url)
+        return
+    if not url.startswith("sqlite:///"):
+        from shuffledp.service.postgres_store import redact_url
+
+        raise InvalidParameterError(
+            "store URL must be sqlite:///relative/path.db, sqlite:////abs/path.db or "
+            f"postgresql://[USER@]HOST[:PORT]/DBNAME, got {redact_url(url)!r}"
+        )
     sqlite_path(url)
 
 
@@ -306,9 +329,13 @@ def open_shuffler_store(url: str, task_id: str) -> ShufflerStore:
 
     Raises:
         InvalidParameterError: On an unsupported URL.
-        StoreError: If the store belongs to another task.
+        StoreError: If the store belongs to another task or cannot be reached.
     """
     check_store_url(url)
+    if url.startswith(_POSTGRES_SCHEMES):
+        from shuffledp.service.postgres_store import PostgresShufflerStore
+
+        return PostgresShufflerStore(url, task_id)
     from shuffledp.service.sqlite_store import SQLiteShufflerStore
 
     return SQLiteShufflerStore(sqlite_path(url), task_id)
@@ -319,9 +346,14 @@ def open_analyzer_store(url: str, task_id: str, *, read_only: bool = False) -> A
 
     Raises:
         InvalidParameterError: On an unsupported URL.
-        StoreError: If the store belongs to another task or (read-only) does not exist.
+        StoreError: If the store belongs to another task, cannot be reached or
+            (read-only) does not exist.
     """
     check_store_url(url)
+    if url.startswith(_POSTGRES_SCHEMES):
+        from shuffledp.service.postgres_store import PostgresAnalyzerStore
+
+        return PostgresAnalyzerStore(url, task_id, read_only=read_only)
     from shuffledp.service.sqlite_store import SQLiteAnalyzerStore
 
     return SQLiteAnalyzerStore(sqlite_path(url), task_id, read_only=read_only)

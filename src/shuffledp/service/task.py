@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,11 +91,12 @@ def new_id() -> str:
     return secrets.token_hex(16)
 
 
+_ID = re.compile("[0-9a-f]{32}")
+
+
 def is_id(value: object) -> bool:
     """Whether ``value`` is 32 lowercase hex digits (a task, submission, batch or client id)."""
-    return (
-        isinstance(value, str) and len(value) == 32 and all(c in "0123456789abcdef" for c in value)
-    )
+    return isinstance(value, str) and _ID.fullmatch(value) is not None
 
 
 def max_messages_per_user(protocol: str, domain_size: int, q: float = 0.0, k: int = 0) -> int:

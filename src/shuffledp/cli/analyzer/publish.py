@@ -20,7 +20,9 @@ HELP = "write the estimate and its privacy report from the analyzer's store"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``analyzer publish``'s options."""
     parser.add_argument("--task", required=True, help="the task document")
-    parser.add_argument("--store", required=True, help="the analyzer's store (sqlite:///...)")
+    parser.add_argument(
+        "--store", required=True, help="the analyzer's store (sqlite:///PATH or postgresql://...)"
+    )
     parser.add_argument("--output", default=None, help="the JSON release (default: stdout)")
     parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
     parser.set_defaults(handler=execute)

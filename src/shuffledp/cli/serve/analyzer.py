@@ -17,7 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", required=True, help="the task document")
     parser.add_argument("--key", required=True, help="the analyzer's private key file")
     parser.add_argument(
-        "--store", required=True, help="sqlite:///relative.db or sqlite:////absolute.db"
+        "--store",
+        required=True,
+        help="sqlite:///relative.db, sqlite:////absolute.db or postgresql://user@host:port/db",
     )
     parser.add_argument(
         "--listen", default="127.0.0.1:8081", help="HOST:PORT (default 127.0.0.1:8081; port 0: any)"

@@ -16,7 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``serve shuffler``'s options."""
     parser.add_argument("--task", required=True, help="the task document")
     parser.add_argument(
-        "--store", required=True, help="sqlite:///relative.db or sqlite:////absolute.db"
+        "--store",
+        required=True,
+        help="sqlite:///relative.db, sqlite:////absolute.db or postgresql://user@host:port/db",
     )
     parser.add_argument(
         "--listen", default="127.0.0.1:8080", help="HOST:PORT (default 127.0.0.1:8080; port 0: any)"
