@@ -7,7 +7,7 @@ import argparse
 from shuffledp.cli._registry import command_modules
 
 NAME = "analyzer"
-HELP = "publish the analyzer's estimate from its store"
+HELP = "offline analyzer actions: publish, export stored batches, aggregate on a backend"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
