@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test docs lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,16 +23,22 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed-demo
 	$(BIN)/shuffledp demo
 
+# The suite includes tests/examples (every script in examples/) and tests/docs,
+# which builds the site with --strict: a broken page or reference fails `make test`.
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest
 
+# The documentation site (MkDocs + Material + mkdocstrings) into site/; warnings are errors.
+docs: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests benchmarks docs
-	$(BIN)/ruff format --check src tests benchmarks docs
+	$(BIN)/ruff check src tests benchmarks docs examples
+	$(BIN)/ruff format --check src tests benchmarks docs examples
 	$(BIN)/mypy
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/flip_throughput.py
 
 clean:
-	rm -rf $(VENV) demo-output .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) demo-output site .pytest_cache .mypy_cache .ruff_cache

@@ -8,10 +8,11 @@ come from the same runs (``shuffledp experiment per-user`` prints them).
 
 Usage:
     python docs/figures/make_per_user_figures.py [--quick] [--data synthetic,movielens]
-        [--output-dir DIR]
+        [--output-dir DIR] [--figures-dir DIR]
 
 The full run takes about 40 s on two cores; ``--quick`` about 25 s (a check,
-not the page's figures).
+not the page's figures: they go to ``--figures-dir``, by default the output
+directory, never docs/figures). Progress bars show on a terminal.
 """
 
 from __future__ import annotations
@@ -30,16 +31,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the reduced --quick settings")
     parser.add_argument("--data", default="synthetic,movielens", help="comma-separated sources")
+    parser.add_argument(
+        "--figures-dir",
+        default=None,
+        help="where the PNGs go (default: docs/figures; with --quick, the output directory)",
+    )
     parser.add_argument("--output-dir", default=None, help="keep the CSVs and JSON here")
     args = parser.parse_args()
     keep = Path(args.output_dir) if args.output_dir else Path(tempfile.mkdtemp(prefix="per-user-"))
+    if args.figures_dir is not None:
+        figures = Path(args.figures_dir)
+    else:
+        figures = keep / "figures" if args.quick else FIGURES
+    figures.mkdir(parents=True, exist_ok=True)
     for data in [d.strip() for d in args.data.split(",") if d.strip()]:
         config = PerUserExperimentConfig.for_data(data, quick=args.quick)
         result = run_per_user_experiment(config, keep / data)
         for name in result["files"]:
             path = Path(name)
             if path.suffix == ".png":
-                target = FIGURES / f"per_user_{data}_{path.name}"
+                target = figures / f"per_user_{data}_{path.name}"
                 shutil.copyfile(path, target)
                 print(f"wrote {target}")
             else:

@@ -7,11 +7,13 @@ docs/protocols/segmented.md come from the summary JSON of the same run.
 
 Usage:
     python docs/figures/make_segmented_figures.py [--quick] [--data synthetic,movies]
-        [--repetitions R] [--output-dir DIR]
+        [--repetitions R] [--output-dir DIR] [--figures-dir DIR]
 
 The full run (synthetic and movies, 50 repetitions) takes about 5 minutes on
-two cores; ``--quick`` about half a minute (it redraws only the n = 5,000
-figures and the λ figures, from the reduced grids: a check, not the page's).
+two cores; ``--quick`` about half a minute (it draws only the n = 5,000
+figures and the λ figures, from the reduced grids: a check, not the page's, so
+they go to ``--figures-dir``, by default the output directory, never
+docs/figures). Progress bars show on a terminal.
 """
 
 from __future__ import annotations
@@ -31,9 +33,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the reduced --quick grids")
     parser.add_argument("--data", default="synthetic,movies", help="comma-separated sources")
     parser.add_argument("--repetitions", type=int, default=None, help="runs per setting")
+    parser.add_argument(
+        "--figures-dir",
+        default=None,
+        help="where the PNGs go (default: docs/figures; with --quick, the output directory)",
+    )
     parser.add_argument("--output-dir", default=None, help="keep the CSV and JSON here")
     args = parser.parse_args()
     keep = Path(args.output_dir) if args.output_dir else Path(tempfile.mkdtemp(prefix="seg-"))
+    if args.figures_dir is not None:
+        figures = Path(args.figures_dir)
+    else:
+        figures = keep / "figures" if args.quick else FIGURES
+    figures.mkdir(parents=True, exist_ok=True)
     for data in [d.strip() for d in args.data.split(",") if d.strip()]:
         config = SegmentedExperimentConfig.for_data(
             data, quick=args.quick, repetitions=args.repetitions
@@ -42,7 +54,7 @@ def main() -> None:
         for name in result["files"]:
             path = Path(name)
             if path.suffix == ".png":
-                target = FIGURES / path.name
+                target = figures / path.name
                 shutil.copyfile(path, target)
                 print(f"wrote {target}")
             else:
