@@ -136,10 +136,19 @@ def test_analyzer_records_each_batch_once(tmp_path):
         agg = Aggregation(batch.batch_id, counts, undecryptable=0, undecodable=0)
         assert store.record_aggregation(agg) is True
         assert store.record_aggregation(agg) is False
+        second_payload = bytes([1]) * (CIPHERTEXT_LENGTH * 3)
+        second = ReceivedBatch(
+            new_id(), second_payload, 3, 3, content_digest(second_payload, CIPHERTEXT_LENGTH)
+        )
+        assert store.add_batch(second) is True
+        # every batch, aggregated or not, in arrival order; only the second waits
+        assert store.batch_ids() == [batch.batch_id, second.batch_id]
+        assert store.unaggregated_batches() == [second.batch_id]
+        assert store.record_aggregation(Aggregation(second.batch_id, counts, 0, 0)) is True
         totals = store.totals(3)
-        assert totals.counts.tolist() == [2, 0, 1]
-        assert (totals.n_users, totals.n_batches, totals.smallest_batch_users) == (3, 1, 3)
-        assert store.metrics()["batches_aggregated"] == 1
+        assert totals.counts.tolist() == [4, 0, 2]
+        assert (totals.n_users, totals.n_batches, totals.smallest_batch_users) == (6, 2, 3)
+        assert store.metrics()["batches_aggregated"] == 2
     finally:
         store.close()
 

@@ -452,32 +452,8 @@ def write_metadata(dataset: MessageDataset) -> None:
 
 
 def stored_batch_ids(store: AnalyzerStore) -> list[str]:
-    """Ids of every batch in the analyzer's store (aggregated or not), in arrival order.
-
-    The :class:`~shuffledp.service.store.AnalyzerStore` interface lists only
-    unaggregated batches: a store with a ``batch_ids()`` method is asked, the
-    SQLite and PostgreSQL stores are read directly.
-
-    Raises:
-        InvalidParameterError: For another kind of store.
-    """
-    listed = getattr(store, "batch_ids", None)
-    if callable(listed):
-        return [str(batch_id) for batch_id in listed()]
-    from shuffledp.service.sqlite_store import SQLiteAnalyzerStore
-
-    if isinstance(store, SQLiteAnalyzerStore):
-        rows = store.db.read(
-            lambda conn: conn.execute("SELECT batch_id FROM batches ORDER BY rowid").fetchall()
-        )
-        return [str(row[0]) for row in rows]
-    if type(store).__name__ == "PostgresAnalyzerStore":
-        database: Any = getattr(store, "db")  # noqa: B009 - not imported: psycopg is optional
-        rows = database.read(
-            lambda conn: conn.execute("SELECT batch_id FROM batches ORDER BY seq").fetchall()
-        )
-        return [str(row[0]) for row in rows]
-    raise InvalidParameterError(f"cannot list the batches of a {type(store).__name__}")
+    """Ids of every batch in the analyzer's store (aggregated or not), in arrival order."""
+    return store.batch_ids()
 
 
 def export_analyzer_store(

@@ -693,6 +693,14 @@ class SQLiteAnalyzerStore:
             ]
         )
 
+    def batch_ids(self) -> list[str]:
+        """See :meth:`AnalyzerStore.batch_ids`."""
+        return self.db.read(
+            lambda conn: [
+                str(row[0]) for row in conn.execute("SELECT batch_id FROM batches ORDER BY rowid")
+            ]
+        )
+
     def load_batch(self, batch_id: str) -> ReceivedBatch:
         """See :meth:`AnalyzerStore.load_batch`."""
         row = self.db.read(

@@ -250,6 +250,10 @@ class AnalyzerStore(Protocol):
         """Ids of stored batches not yet aggregated."""
         ...
 
+    def batch_ids(self) -> list[str]:
+        """Ids of every stored batch, aggregated or not, in arrival order."""
+        ...
+
     def load_batch(self, batch_id: str) -> ReceivedBatch:
         """Return a stored batch."""
         ...
