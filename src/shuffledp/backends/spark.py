@@ -37,6 +37,7 @@ import functools
 import os
 import secrets
 import sys
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,13 @@ from shuffledp.backends.dataset import (
 )
 from shuffledp.backends.kernels import ChunkCounter, MessageKind
 from shuffledp.backends.simulation import SimulationPlan
+
+# pyspark 4.x warns on every job that it does not fully support pandas 3; the
+# backend uses Arrow batches only (mapInArrow), never pandas, so the warning
+# says nothing about this code and would only bury the command's own output.
+warnings.filterwarnings(
+    "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
