@@ -25,7 +25,9 @@ HELP = "create a task: calibrated parameters, domain, minimum batch, analyzer ke
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``task create``'s options."""
-    parser.add_argument("--protocol", choices=("flip", "krr"), required=True)
+    parser.add_argument(
+        "--protocol", choices=("flip", "krr"), required=True, help="the protocol clients run"
+    )
     domain = parser.add_argument_group("public domain (one of these is required)")
     source = domain.add_mutually_exclusive_group(required=True)
     source.add_argument("--domain", help="comma-separated labels, in bin order (spaces trimmed)")
@@ -52,10 +54,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     flip = parser.add_argument_group("FLIP")
     flip.add_argument("--fake-users", type=integer, default=None, help="k (default 100)")
-    flip.add_argument("--calibration", choices=("exact", "paper"), default="exact")
+    flip.add_argument(
+        "--calibration",
+        choices=("exact", "paper"),
+        default="exact",
+        help="how q is chosen: our exact accountant (default) or the paper's formula; the "
+        "release reports the exact certificate either way",
+    )
     krr = parser.add_argument_group("k-RR")
     krr.add_argument(
-        "--estimator", choices=("inversion", "raw", "clip", "simplex"), default="inversion"
+        "--estimator",
+        choices=("inversion", "raw", "clip", "simplex"),
+        default="inversion",
+        help="the analyzer's k-RR estimator (default inversion: matrix inversion, unbiased)",
     )
     out = parser.add_argument_group("output")
     out.add_argument("--out", required=True, help="the task document (public JSON)")
