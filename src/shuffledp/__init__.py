@@ -43,7 +43,7 @@ from shuffledp.protocols import (
 from shuffledp.randomizers import FlipRandomizer, KRRRandomizer
 from shuffledp.shuffler import UniformShuffler, secure_permutation
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "ApproxDP",

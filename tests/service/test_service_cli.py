@@ -12,6 +12,7 @@ import pytest
 from _deploy import DOMAIN, stored_counts
 
 from shuffledp.cli import main
+from shuffledp.schemas import schema_id, validate
 from shuffledp.service.task import load_private_key, load_task
 from shuffledp.service.tokens import load_token_key, verify_token
 
@@ -45,6 +46,7 @@ def test_task_create_and_tokens(tmp_path, capsys):
     assert "digest" in err
     task = load_task(tmp_path / "task.json")
     assert task.domain == ("a", "b", "c") and task.min_batch_users == 1000
+    validate(json.loads((tmp_path / "task.json").read_text()), "task")
     assert task.one_submission_per_client and task.protocol == "krr"
     load_private_key(tmp_path / "analyzer.key", task)
     for name in ("analyzer.key", "fwd.token", "token.key"):
@@ -130,6 +132,8 @@ def test_client_submit_serve_errors_and_publish(deploy, tmp_path, capsys):
     assert code == 0, err
     answer = json.loads(out)
     assert answer["task_id"] == dep.task.task_id and answer["messages"] == 1
+    assert out.count("\n") == 1 and answer["schema"] == schema_id("submission")
+    validate(answer)
     base = ["client", "submit", "--task", task_file, "--shuffler", dep.shuffler.url]
     _assert_bad([*base, "--value", "red", "--token", tokens[0]], capsys, "client_already_submitted")
     _assert_bad(
@@ -177,6 +181,8 @@ def test_client_submit_serve_errors_and_publish(deploy, tmp_path, capsys):
     assert code == 0, err
     release = json.loads(out_file.read_text())
     assert release["n"] == 100 and sum(release["estimate"]["counts"]) == pytest.approx(100)
+    assert release["schema"] == schema_id("release")
+    validate(release)
     assert stored_counts(dep).sum() == 100
 
 
@@ -193,5 +199,7 @@ def test_demo_deploy(tmp_path):
     assert "published" in result.stdout and "services stopped" in result.stdout
     release = json.loads((tmp_path / "out" / "flip_deploy.json").read_text())
     assert release["n"] == 2000 and release["protocol"] == "flip"
+    assert release["schema"] == schema_id("demo")
+    validate(release)
     assert release["linf_error"] < 60
     assert not list(tmp_path.glob("**/*.db"))  # the stores were temporary

@@ -11,6 +11,7 @@ import pytest
 from shuffledp._validation import InvalidParameterError
 from shuffledp.service.task import (
     TASK_FORMAT,
+    TASK_SCHEMA,
     Task,
     TaskError,
     build_protocol,
@@ -123,12 +124,27 @@ def test_key_of_another_task_is_refused(flip_task, krr_task, tmp_path):
         ({"hpke": {"kem": "P256"}}, "hpke"),
         ({"parameters": {"calibration": "exact", "q": 0.7, "fake_users": 100}}, "q"),
         ({"message_format": 2}, "message_format"),
+        ({"schema": "urn:shuffledp:schema:task:2"}, "task schema must be"),
+        ({"schema": None}, "task schema must be"),
     ],
 )
 def test_bad_documents_are_refused(flip_task, change, fragment):
     doc = {**flip_task[0].to_dict(), **change}
     with pytest.raises(TaskError, match=fragment):
         Task.from_dict(doc)
+
+
+def test_a_document_written_by_0_1_loads_and_keeps_its_digest(krr_task, tmp_path):
+    import hashlib
+
+    doc = {k: v for k, v in krr_task[0].to_dict().items() if k != "schema"}
+    doc["shuffledp_version"] = "0.1.0"
+    (tmp_path / "old.json").write_text(json.dumps(doc, indent=2))
+    task = load_task(tmp_path / "old.json")
+    assert task.schema is None and task.to_dict() == doc
+    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    assert task.digest() == hashlib.sha256(canonical).hexdigest()
+    assert krr_task[0].schema == TASK_SCHEMA and next(iter(krr_task[0].to_dict())) == "schema"
 
 
 def test_missing_field_and_non_object(flip_task):

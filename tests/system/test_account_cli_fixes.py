@@ -16,7 +16,7 @@ def _run(argv, capsys):
 def _rows(argv, capsys):
     code, out, err = _run([*argv, "--json"], capsys)
     assert code == 0, err
-    return {row["method"]: row for row in json.loads(out)}
+    return {row["method"]: row for row in json.loads(out)["rows"]}
 
 
 def test_poisson_method_out_of_range_is_a_row(capsys):
@@ -140,7 +140,7 @@ def test_calibrate_all_prints_every_upper_method(capsys):
         capsys,
     )
     assert code == 0, err
-    rows = json.loads(out)
+    rows = json.loads(out)["rows"]
     methods = {row["method"] for row in rows}
     assert {"vr2024", "fmt2021-numeric", "krr-blanket"} <= methods
     values = {row["method"]: row["value"] for row in rows}

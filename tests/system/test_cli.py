@@ -344,7 +344,7 @@ def test_account_amplify_json_rows(capsys):
         capsys,
     )
     assert code == 0, err
-    rows = json.loads(out)
+    rows = json.loads(out)["rows"]
     assert {r["method"] for r in rows} >= {"erlingsson2019", "vr2024", "krr-blanket", "biswas2023"}
     for r in rows:
         assert set(r) >= {"method", "epsilon", "delta", "bound"}
@@ -373,7 +373,7 @@ def test_account_delta_table_and_single_method(capsys):
         ],
         capsys,
     )
-    rows = json.loads(out)
+    rows = json.loads(out)["rows"]
     assert len(rows) == 1 and rows[0]["method"] == "vr2024" and rows[0]["bound"] == "upper"
 
 

@@ -26,6 +26,7 @@ from shuffledp.experiments.per_user import (
     top_k_precision,
 )
 from shuffledp.protocols.per_user import PerUserHistograms
+from shuffledp.schemas import schema_id, validate
 
 CSV_FILES = {
     "eps1_sweep.csv": SWEEP_FIELDS,
@@ -98,6 +99,8 @@ def test_files_and_columns(fixture: str, request: pytest.FixtureRequest) -> None
     for column in ("l1_mean", "topk_precision_mean", "pure_group_fraction_mean", "groups_mean"):
         assert column in SWEEP_FIELDS
     assert "wrote" in result["stdout"] and "epsilon'" in result["stdout"]
+    assert result["summary"]["schema"] == schema_id("experiment-per-user-summary")
+    validate(result["summary"])
 
 
 # -- synthetic ---------------------------------------------------------------------------------

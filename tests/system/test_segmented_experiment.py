@@ -12,6 +12,7 @@ import pytest
 from shuffledp.accounting.segmented import level_lower_bound
 from shuffledp.cli import main
 from shuffledp.experiments.segmented import FIELDS, whole_set_lower_delta
+from shuffledp.schemas import schema_id, validate
 
 pytest.importorskip("matplotlib")
 
@@ -80,6 +81,8 @@ def test_quick_run_writes_csv_json_and_figures(tmp_path: Path, capsys: pytest.Ca
     assert float(at4["paper"]["lambdas"].split(";")[0]) > 0.1
     assert at4["paper"]["certified"] == "False"
     summary = json.loads(json_path.read_text(encoding="utf-8"))
+    assert summary["schema"] == schema_id("experiment-segmented-summary")
+    validate(summary)
     assert set(summary["verdicts"]) == VERDICTS
     for verdict in summary["verdicts"].values():
         assert verdict["verdict"] in OUTCOMES

@@ -9,6 +9,7 @@ directory (a local path, or a URI pyarrow and Spark both understand:
 without it is an incomplete export::
 
     {
+      "schema": "urn:shuffledp:schema:message-dataset:1",
       "format": "shuffledp-messages/1",
       "kind": "ciphertext" | "plaintext",
       "message_format": 1,            # the wire format version
@@ -64,6 +65,7 @@ from shuffledp.backends.kernels import (
     MessageKind,
     binary_array,
 )
+from shuffledp.schemas import schema_id
 
 if TYPE_CHECKING:
     from shuffledp.service.store import AnalyzerStore
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATASET_FORMAT",
+    "DATASET_SCHEMA",
     "METADATA_FILE",
     "DatasetBatch",
     "DatasetWriter",
@@ -84,6 +87,8 @@ __all__ = [
 
 #: Format name of the metadata file.
 DATASET_FORMAT = "shuffledp-messages/1"
+#: ``schema`` of the metadata file (the ``$id`` of its JSON Schema; absent in files of 0.1).
+DATASET_SCHEMA = schema_id("message-dataset")
 #: The metadata file's name (a leading ``_``: Spark and pyarrow skip it as data).
 METADATA_FILE = "_shuffledp.json"
 #: Default most rows per Parquet file (about 200 MB of ciphertexts).
@@ -189,6 +194,7 @@ class MessageDataset:
     def to_dict(self) -> dict[str, Any]:
         """The metadata document."""
         return {
+            "schema": DATASET_SCHEMA,
             "format": DATASET_FORMAT,
             "kind": self.kind,
             "message_format": PLAINTEXT_VERSION,
@@ -237,6 +243,8 @@ def _parse_metadata(data: Any, location: str) -> MessageDataset:
     where = f"dataset {location!r}"
     if not isinstance(data, dict) or data.get("format") != DATASET_FORMAT:
         raise DataError(f"{where}: {METADATA_FILE} is not a {DATASET_FORMAT!r} document")
+    if "schema" in data and data["schema"] != DATASET_SCHEMA:
+        raise DataError(f"{where}: schema must be {DATASET_SCHEMA!r}, got {data['schema']!r}")
     kind = data.get("kind")
     if kind not in ("ciphertext", "plaintext"):
         raise DataError(f"{where}: kind must be 'ciphertext' or 'plaintext', got {kind!r}")

@@ -20,6 +20,7 @@ from shuffledp.cli.run._shared import ReleaseContext
 from shuffledp.cli.run.flip import flip_run_to_dict
 from shuffledp.data.synthetic import zipf_values
 from shuffledp.protocols.flip import FlipProtocol
+from shuffledp.schemas import schema_id
 
 NAME = "demo"
 HELP = "FLIP end to end on built-in Zipf data"
@@ -125,6 +126,7 @@ def execute(args: argparse.Namespace) -> int:
         assumptions=("synthetic users, one value each (Zipf); the shuffle is real",),
     )
     result = flip_run_to_dict(run, cal, context)
+    result["schema"] = schema_id("demo")
     result["true_counts"] = [int(c) for c in truth]
     result["linf_error"] = linf
     write_atomically(out_dir / "flip_demo.json", json.dumps(result, indent=2) + "\n")

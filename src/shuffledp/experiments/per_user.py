@@ -100,6 +100,7 @@ from shuffledp.accounting.per_user import (
 )
 from shuffledp.protocols.per_user import PerUserHistograms, PerUserRun, Release
 from shuffledp.randomizers.laplace import Calibration, check_c, laplace_scale
+from shuffledp.schemas import schema_id
 from shuffledp.shuffler.grouped import simplex_rows
 
 __all__ = [
@@ -1399,6 +1400,7 @@ def _run(config: PerUserExperimentConfig, out: Path, *, plots: bool) -> dict[str
     ]
     ceiling_all = epsilon1 + _best_amplification(config.delta, data.n, config.epsilon - epsilon1)
     summary: dict[str, Any] = {
+        "schema": schema_id("experiment-per-user-summary"),
         "config": asdict(config) | {"n": data.n, "d": data.d, "source": data.source},
         "data": _data_columns(data, config),
         "chosen_epsilon1": epsilon1,

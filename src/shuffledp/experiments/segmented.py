@@ -102,6 +102,7 @@ from shuffledp.data.movies import PAD, SetValuedData, fixed_size_items
 from shuffledp.privacy import PrivacyReport
 from shuffledp.protocols.segmented import largest_remainder
 from shuffledp.randomizers.poisson import PoissonSetRandomizer, pair_histogram
+from shuffledp.schemas import schema_id
 
 __all__ = [
     "ACCOUNTINGS",
@@ -1558,6 +1559,7 @@ def _summary(
         for (n, s), parts in baselines.items()
     }
     return {
+        "schema": schema_id("experiment-segmented-summary"),
         "experiment": "segmented (Wang et al. §6)",
         "config": {**asdict(config), "blanket_grid": list(config.blanket_grid)},
         "data": _data_summary(source, config),

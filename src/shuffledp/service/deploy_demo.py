@@ -20,6 +20,7 @@ import httpx
 import numpy as np
 
 from shuffledp._validation import ShuffleDPError
+from shuffledp.schemas import schema_id
 from shuffledp.service.client import Client
 from shuffledp.service.processes import ServiceProcess
 from shuffledp.service.secretfile import write_secret_file
@@ -128,6 +129,7 @@ def run_deploy_demo(
     print()
     print(f"l-inf error {linf:.1f} users; per-bin stderr {float(stderr[0]):.2f}")
     out_dir.mkdir(parents=True, exist_ok=True)
+    result["schema"] = schema_id("demo")
     result["true_counts"] = [int(c) for c in truth]
     result["linf_error"] = linf
     from shuffledp.cli._common import write_atomically

@@ -42,6 +42,7 @@ from shuffledp.protocols.flip import FlipProtocol
 from shuffledp.protocols.krr import KRRProtocol
 from shuffledp.randomizers.bitflip import FlipRandomizer
 from shuffledp.randomizers.krr import KRRRandomizer
+from shuffledp.schemas import schema_id
 from shuffledp.service.secretfile import read_secret_file, write_secret_file
 from shuffledp.service.wire import (
     MAX_INDEX,
@@ -58,6 +59,7 @@ __all__ = [
     "MESSAGE_TAIL_PROBABILITY",
     "PROTOCOLS",
     "TASK_FORMAT",
+    "TASK_SCHEMA",
     "Task",
     "TaskError",
     "build_protocol",
@@ -74,6 +76,8 @@ __all__ = [
 
 #: ``format`` of a task document.
 TASK_FORMAT = "shuffledp-task/1"
+#: ``schema`` of a task document this version writes (the ``$id`` of its JSON Schema).
+TASK_SCHEMA = schema_id("task")
 #: Protocols a task can run.
 PROTOCOLS: tuple[str, ...] = ("flip", "krr")
 #: An honest FLIP client exceeds ``max_messages_per_submission`` with at most this probability.
@@ -147,6 +151,9 @@ class Task:
         epsilon0: k-RR's local ε₀.
         estimator: k-RR's estimator (``inversion``, ``raw``, ``clip``, ``simplex``).
         shuffledp_version: The version that created the task.
+        schema: The document's ``schema`` (:data:`TASK_SCHEMA`); ``None`` for a
+            document written by shuffledp 0.1, which has none. It is kept as it
+            was so that such a document's digest does not change.
     """
 
     task_id: str
@@ -165,6 +172,7 @@ class Task:
     epsilon0: float | None = None
     estimator: str | None = None
     shuffledp_version: str = __version__
+    schema: str | None = TASK_SCHEMA
 
     @property
     def domain_size(self) -> int:
@@ -183,8 +191,10 @@ class Task:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the JSON document."""
+        """Return the JSON document (its ``schema`` first, when it has one)."""
+        schema = {} if self.schema is None else {"schema": self.schema}
         return {
+            **schema,
             "format": TASK_FORMAT,
             "task_id": self.task_id,
             "protocol": self.protocol,
@@ -222,6 +232,11 @@ class Task:
             raise TaskError("a task document must be a JSON object")
         if data.get("format") != TASK_FORMAT:
             raise TaskError(f"task format must be {TASK_FORMAT!r}, got {data.get('format')!r}")
+        if "schema" in data and data["schema"] != TASK_SCHEMA:
+            raise TaskError(
+                f"task schema must be {TASK_SCHEMA!r} (or absent, as shuffledp 0.1 wrote it), "
+                f"got {data['schema']!r}"
+            )
         if data.get("message_format") != WIRE_VERSION:
             raise TaskError(f"task message_format must be {WIRE_VERSION}")
         if data.get("hpke") != dict(SUITE_NAMES):
@@ -247,6 +262,7 @@ class Task:
                 epsilon0=params.get("epsilon0"),
                 estimator=params.get("estimator"),
                 shuffledp_version=data.get("shuffledp_version", "unknown"),
+                schema=data.get("schema"),
             )
         except KeyError as exc:
             raise TaskError(f"task document has no field {exc.args[0]!r}") from None
@@ -277,6 +293,8 @@ class Task:
                 raise TaskError("one_submission_per_client must be true or false")
             if not isinstance(self.domain_source, str) or not isinstance(self.calibration, str):
                 raise TaskError("domain_source and calibration must be strings")
+            if self.schema not in (None, TASK_SCHEMA):
+                raise TaskError(f"task schema must be {TASK_SCHEMA!r}, got {self.schema!r}")
             public_key_from_b64(self.public_key)
             if self.protocol == "flip":
                 FlipRandomizer(len(self.domain), self.q, self.fake_users)  # type: ignore[arg-type]

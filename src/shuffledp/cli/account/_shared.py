@@ -14,6 +14,7 @@ from shuffledp.accounting import methods as accounting_methods
 from shuffledp.accounting.api import AccountingResult
 from shuffledp.cli._common import checked, fmt, integer, number
 from shuffledp.privacy import BoundKind
+from shuffledp.schemas import schema_id
 
 __all__ = ["MECHANISM_OPTIONS", "account_rows", "add_mechanism_options", "print_rows"]
 
@@ -59,10 +60,12 @@ def print_rows(rows: list[AccountingResult], as_json: bool, header: str) -> None
 
     Only certified upper bounds are guarantees: an upper-bound method outside its
     theorem's range is starred, and lower and reproduction rows say what they
-    are in the footnote.
+    are in the footnote. The JSON is an object (schema ``account-bounds``) whose
+    ``rows`` holds one object per method.
     """
     if as_json:
-        sys.stdout.write(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
+        document = {"schema": schema_id("account-bounds"), "rows": [r.to_dict() for r in rows]}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return
     print(header)
     print(f"{'method':26s}{'bound':>14s}{'epsilon':>12s}{'delta':>12s}  note")

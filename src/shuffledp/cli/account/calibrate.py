@@ -15,6 +15,7 @@ from shuffledp.accounting.methods import methods_for
 from shuffledp.cli._common import checked, fmt, number
 from shuffledp.cli.account._shared import add_mechanism_options, mechanism_params
 from shuffledp.privacy import BoundKind
+from shuffledp.schemas import schema_id
 
 NAME = "calibrate"
 HELP = "least noisy local parameter for a target (epsilon, delta)"
@@ -36,7 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    """Print the calibrated parameter (one row per method with ``--method all``)."""
+    """Print the calibrated parameter (one row per method with ``--method all``).
+
+    The JSON (schema ``account-calibrate``) is the calibration's object for one
+    method, and an object whose ``rows`` holds one per method with ``--method all``.
+    """
     epsilon = checked(check_epsilon, args.epsilon, "--epsilon")
     delta = checked(check_delta, args.delta, "--delta")
     n = checked(check_int, args.n, "--n", minimum=1)
@@ -66,7 +71,8 @@ def execute(args: argparse.Namespace) -> int:
             continue
         rows.append({**result.to_dict(), "note": result.result.note})
     if args.json:
-        out: Any = rows if args.method == "all" else rows[0]
+        schema = {"schema": schema_id("account-calibrate")}
+        out = {**schema, "rows": rows} if args.method == "all" else {**schema, **rows[0]}
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
     for row in rows:

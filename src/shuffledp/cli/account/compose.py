@@ -11,6 +11,7 @@ from typing import Any
 from shuffledp._validation import DataError, InvalidParameterError, check_delta, check_epsilon
 from shuffledp.accounting.compose import compose, reports_from_json
 from shuffledp.cli._common import checked, fmt, number
+from shuffledp.schemas import schema_id
 
 NAME = "compose"
 HELP = "total (epsilon, delta) of several releases on the same users (JSON outputs of run)"
@@ -62,7 +63,8 @@ def execute(args: argparse.Namespace) -> int:
         raise InvalidParameterError(f"{exc} (files in the order given: {args.results})") from None
     composed = compose(*reports, delta=delta, epsilon=epsilon)
     if args.json:
-        sys.stdout.write(json.dumps(composed.to_dict(), indent=2) + "\n")
+        document = {"schema": schema_id("account-compose"), **composed.to_dict()}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return 0
     print(f"{len(reports)} releases on the same users:")
     for path, report in zip(args.results, reports, strict=True):

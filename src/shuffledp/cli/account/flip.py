@@ -11,6 +11,7 @@ from typing import Any
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.cli._common import checked, fmt, integer, number
 from shuffledp.protocols.flip import FlipCalibration, calibrate_flip, default_fake_users
+from shuffledp.schemas import schema_id
 
 NAME = "flip"
 HELP = "FLIP: paper vs exact calibration"
@@ -59,6 +60,7 @@ def execute(args: argparse.Namespace) -> int:
         paper, paper_note = None, str(exc)
     if args.json:
         out: dict[str, Any] = {
+            "schema": schema_id("account-flip"),
             "n": n,
             "domain_size": d,
             "epsilon": epsilon,

@@ -9,6 +9,7 @@ import sys
 from shuffledp._validation import check_delta, check_epsilon, check_int
 from shuffledp.cli._common import checked, fmt, integer, number
 from shuffledp.protocols.krr import calibrate_krr
+from shuffledp.schemas import schema_id
 
 NAME = "krr"
 HELP = "k-RR: epsilon0 = epsilon vs exact calibration"
@@ -42,6 +43,7 @@ def execute(args: argparse.Namespace) -> int:
     paper = calibrate_krr(n, k, epsilon, delta, epsilon0=epsilon).to_dict()
     if args.json:
         out = {
+            "schema": schema_id("account-krr"),
             "n": n,
             "domain_size": k,
             "epsilon": epsilon,

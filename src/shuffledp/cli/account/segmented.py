@@ -20,6 +20,7 @@ from shuffledp.accounting.segmented import DEFAULT_BLANKET_GRID, VARIANTS, optim
 from shuffledp.cli._common import checked, fmt, integer, number
 from shuffledp.cli.run.segmented import parse_blanket, parse_levels
 from shuffledp.protocols.segmented import largest_remainder
+from shuffledp.schemas import schema_id
 
 NAME = "segmented"
 HELP = "segmented privacy: lambda per level and the blanket rate (section 5.2)"
@@ -114,7 +115,7 @@ def execute(args: argparse.Namespace) -> int:
             variant="paper" if args.variant == "paper" else "dummy",
             blanket_rate=blanket,
         )
-    out: dict[str, Any] = params.to_dict()
+    out: dict[str, Any] = {"schema": schema_id("account-segmented"), **params.to_dict()}
     out["blanket_choice"] = "auto" if blanket is None else "fixed"
     for level, share in zip(out["levels"], shares, strict=True):
         level["requested_share"] = share

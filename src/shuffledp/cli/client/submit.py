@@ -8,6 +8,7 @@ import sys
 
 from shuffledp._validation import InvalidParameterError
 from shuffledp.cli._common import number
+from shuffledp.schemas import schema_id
 
 NAME = "submit"
 HELP = "randomize one value locally, encrypt every message, submit to the shuffler"
@@ -34,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    """Submit the value; print the submission id and message count as JSON."""
+    """Submit the value; print the submission id and message count as JSON (``submission``)."""
     from shuffledp.service._extra import require_service_extra
 
     require_service_extra()
@@ -53,6 +54,7 @@ def execute(args: argparse.Namespace) -> int:
         submission = client.submit(args.value)
     json.dump(
         {
+            "schema": schema_id("submission"),
             "task_id": task.task_id,
             "submission_id": submission.submission_id,
             "messages": len(submission.ciphertexts),

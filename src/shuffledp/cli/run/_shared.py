@@ -25,6 +25,7 @@ from shuffledp.data.encoding import parse_domain
 from shuffledp.data.ingest import DEFAULT_NA_VALUES, LoadedValues, load_values
 from shuffledp.privacy import PrivacyReport
 from shuffledp.protocols.base import ProtocolRun
+from shuffledp.schemas import schema_id
 
 __all__ = [
     "ReleaseContext",
@@ -332,7 +333,7 @@ def run_to_dict(
     expected_messages_per_user: float | None = None,
     local_epsilon: float | None = None,
 ) -> dict[str, Any]:
-    """Return the JSON result of a run."""
+    """Return the JSON result of a run (schema ``release``; see :mod:`shuffledp.schemas`)."""
     report: PrivacyReport = run.privacy.with_context(
         assumptions=context.assumptions, not_covered=context.not_covered
     )
@@ -343,6 +344,7 @@ def run_to_dict(
     if local_epsilon is not None:
         privacy["local_epsilon"] = local_epsilon
     out = {
+        "schema": schema_id("release"),
         "protocol": run.protocol,
         "shuffledp_version": __version__,
         "n": run.estimate.n,

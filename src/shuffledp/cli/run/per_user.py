@@ -41,6 +41,7 @@ from shuffledp.data.per_user import (
 )
 from shuffledp.protocols.per_user import PerUserHistograms, PerUserRun
 from shuffledp.randomizers.laplace import CALIBRATIONS, WEIGHTINGS, check_c
+from shuffledp.schemas import schema_id
 from shuffledp.shuffler.grouped import CLUSTERINGS, EMBEDDINGS
 
 NAME = "per-user"
@@ -441,6 +442,7 @@ def _report(
         "the groups, their sizes and the permutation are not released",
     ]
     return {
+        "schema": schema_id("per-user-report"),
         "protocol": "per-user",
         "shuffledp_version": __version__,
         "n": run.n,

@@ -41,6 +41,7 @@ from shuffledp.protocols.segmented import (
     SegmentedRun,
     run_segmented,
 )
+from shuffledp.schemas import schema_id
 
 NAME = "segmented"
 HELP = "segmented privacy levels on set-valued data (multi-message shuffle)"
@@ -298,7 +299,7 @@ def segmented_run_to_dict(
     blanket_choice: str,
     extra_notes: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Return the JSON result of a segmented run."""
+    """Return the JSON result of a segmented run (schema ``segmented-release``)."""
     params = run.parameters
     level_objects = []
     for level, report in zip(params.levels, run.privacy, strict=True):
@@ -329,6 +330,7 @@ def segmented_run_to_dict(
         "(sampled) set holds item j"
     )
     return {
+        "schema": schema_id("segmented-release"),
         "protocol": run.protocol,
         "shuffledp_version": __version__,
         "n": run.n,

@@ -36,6 +36,7 @@ from shuffledp.data.domains import builtin_domain, builtin_domain_names
 from shuffledp.data.encoding import parse_domain
 from shuffledp.data.synthetic import zipf_histogram
 from shuffledp.protocols.base import ProtocolRun, ShuffleProtocol
+from shuffledp.schemas import schema_id
 
 __all__ = ["SimulationSetup", "add_simulate_options", "prepare_simulation", "run_simulation"]
 
@@ -219,6 +220,7 @@ def run_simulation(
         ),
     )
     result = to_dict(run, context)
+    result["schema"] = schema_id("simulation")
     result["simulation"] = {
         "backend": args.backend,
         "spark_master": args.spark_master,
