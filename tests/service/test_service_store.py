@@ -103,12 +103,23 @@ def test_cut_batch_takes_everything_permutes_and_forgets(shuffler_store, tmp_pat
     assert shuffler_store.unsent_batches() == []
 
 
+def _tables(path):
+    conn = sqlite3.connect(path)
+    try:
+        return sorted(row[0] for row in conn.execute("SELECT name FROM sqlite_master"))
+    finally:
+        conn.close()
+
+
 def test_store_is_bound_to_its_task_and_role(tmp_path):
     SQLiteShufflerStore(tmp_path / "s.db", TASK).close()
     with pytest.raises(StoreError, match="belongs to task"):
         SQLiteShufflerStore(tmp_path / "s.db", "cd" * 16)
+    tables_before = _tables(tmp_path / "s.db")
     with pytest.raises(StoreError, match="belongs to the shuffler"):
         SQLiteAnalyzerStore(tmp_path / "s.db", TASK)
+    # refused before any of the analyzer's tables was created in the shuffler's file
+    assert _tables(tmp_path / "s.db") == tables_before
     with pytest.raises(StoreError, match="does not exist"):
         SQLiteAnalyzerStore(tmp_path / "missing.db", TASK, read_only=True)
 

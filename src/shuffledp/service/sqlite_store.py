@@ -218,7 +218,7 @@ class SQLiteDatabase:
         else:
             if not (self.path.parent if str(self.path.parent) else Path(".")).is_dir():
                 raise StoreError(f"directory of store {str(self.path)!r} does not exist")
-            self._initialise(schema)
+            self._initialise(schema, role, task_id)
         self._check_meta(role, task_id)
         self._queue: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
         self._checkpoint_requested = False
@@ -233,7 +233,7 @@ class SQLiteDatabase:
         conn.execute("PRAGMA busy_timeout = 30000")
         return conn
 
-    def _initialise(self, schema: str) -> None:
+    def _initialise(self, schema: str, role: str, task_id: str) -> None:
         try:
             conn = self._connect()
         except sqlite3.Error as exc:
@@ -243,6 +243,12 @@ class SQLiteDatabase:
             if str(mode).lower() != "wal":
                 raise StoreError(f"store {str(self.path)!r} cannot use WAL mode (got {mode})")
             conn.execute("PRAGMA synchronous = FULL")
+            # Whose file is it? Checked before any table is created, so opening
+            # another role's or task's store leaves it exactly as it was.
+            conn.executescript(_META)
+            found = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            if found:
+                check_meta(found, str(self.path), role, task_id)
             conn.executescript(schema)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"store {str(self.path)!r} is not usable: {exc}") from None
