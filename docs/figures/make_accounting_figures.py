@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from _common import figures_dir
 
 from shuffledp._progress import progress
 from shuffledp.accounting import amplified_epsilon
@@ -54,13 +55,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 panels, 5 values of n, no table")
     parser.add_argument("--figures-dir", default=None, help="where the PNG goes (see above)")
     args = parser.parse_args()
-    if args.figures_dir is not None:
-        figures = Path(args.figures_dir)
-    elif args.quick:
-        figures = Path(tempfile.mkdtemp(prefix="accounting-figures-"))
-    else:
-        figures = Path(__file__).parent
-    figures.mkdir(parents=True, exist_ok=True)
+    figures = figures_dir(
+        args.figures_dir,
+        quick=args.quick,
+        quick_default=lambda: Path(tempfile.mkdtemp(prefix="accounting-figures-")),
+    )
     plt = require_matplotlib()
     n_values = np.unique(np.logspace(2, 7, 5 if args.quick else 11).round().astype(int))
     eps0s = (1.0, 4.0) if args.quick else (0.4, 1.0, 2.0, 4.0)

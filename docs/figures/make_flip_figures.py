@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from _common import figures_dir
 
 from shuffledp import calibrate_flip, flip_delta, flip_delta_lower_bound
 from shuffledp._progress import progress
@@ -27,13 +28,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="10 values of epsilon")
     parser.add_argument("--figures-dir", default=None, help="where the PNG goes (see above)")
     args = parser.parse_args()
-    if args.figures_dir is not None:
-        figures = Path(args.figures_dir)
-    elif args.quick:
-        figures = Path(tempfile.mkdtemp(prefix="flip-figures-"))
-    else:
-        figures = Path(__file__).parent
-    figures.mkdir(parents=True, exist_ok=True)
+    figures = figures_dir(
+        args.figures_dir,
+        quick=args.quick,
+        quick_default=lambda: Path(tempfile.mkdtemp(prefix="flip-figures-")),
+    )
     plt = require_matplotlib()
     n, d, eps_target, delta_target = 100_000, 100, 1.0, 1e-6
     fig, ax = plt.subplots(figsize=(7, 4.5))

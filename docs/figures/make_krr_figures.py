@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import tempfile
 from pathlib import Path
+
+from _common import figures_dir, output_dir
 
 from shuffledp.experiments.krr_vs_gaussian import ExperimentConfig, run_krr_vs_gaussian
 
-FIGURES = Path(__file__).parent
 #: The experiment's figures that are kept in docs/figures.
 KEPT = ("krr_vs_gaussian_sweep.png", "krr_vs_gaussian_community.png")
 
@@ -38,12 +38,10 @@ def main() -> None:
     )
     parser.add_argument("--output-dir", default=None, help="keep the CSV here")
     args = parser.parse_args()
-    keep = Path(args.output_dir) if args.output_dir else Path(tempfile.mkdtemp(prefix="krr-"))
-    if args.figures_dir is not None:
-        figures = Path(args.figures_dir)
-    else:
-        figures = keep / "figures" if args.quick else FIGURES
-    figures.mkdir(parents=True, exist_ok=True)
+    keep = output_dir(args.output_dir, prefix="krr-")
+    figures = figures_dir(
+        args.figures_dir, quick=args.quick, quick_default=lambda: keep / "figures"
+    )
     config = ExperimentConfig.quick() if args.quick else ExperimentConfig()
     result = run_krr_vs_gaussian(config, keep)
     for name in result["files"]:

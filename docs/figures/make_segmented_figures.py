@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import tempfile
 from pathlib import Path
 
-from shuffledp.experiments.segmented import SegmentedExperimentConfig, run_segmented_experiment
+from _common import figures_dir, output_dir
 
-FIGURES = Path(__file__).parent
+from shuffledp.experiments.segmented import SegmentedExperimentConfig, run_segmented_experiment
 
 
 def main() -> None:
@@ -40,12 +39,10 @@ def main() -> None:
     )
     parser.add_argument("--output-dir", default=None, help="keep the CSV and JSON here")
     args = parser.parse_args()
-    keep = Path(args.output_dir) if args.output_dir else Path(tempfile.mkdtemp(prefix="seg-"))
-    if args.figures_dir is not None:
-        figures = Path(args.figures_dir)
-    else:
-        figures = keep / "figures" if args.quick else FIGURES
-    figures.mkdir(parents=True, exist_ok=True)
+    keep = output_dir(args.output_dir, prefix="seg-")
+    figures = figures_dir(
+        args.figures_dir, quick=args.quick, quick_default=lambda: keep / "figures"
+    )
     for data in [d.strip() for d in args.data.split(",") if d.strip()]:
         config = SegmentedExperimentConfig.for_data(
             data, quick=args.quick, repetitions=args.repetitions

@@ -36,6 +36,7 @@ from shuffledp.data.encoding import DEFAULT_NA_VALUES, TextBatch, describe_missi
 from shuffledp.data.loaders import ColumnReader
 
 __all__ = [
+    "CountMatrix",
     "LoadedHistograms",
     "UserHistograms",
     "load_long_histograms",
@@ -47,8 +48,27 @@ IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 
 
+class CountMatrix:
+    """n and d of a class holding ``counts``, an n × d user-by-class count matrix.
+
+    A mixin (no fields of its own): the class using it declares ``counts``.
+    """
+
+    counts: IntArray
+
+    @property
+    def n(self) -> int:
+        """Number of users."""
+        return int(self.counts.shape[0])
+
+    @property
+    def d(self) -> int:
+        """Number of classes."""
+        return int(self.counts.shape[1])
+
+
 @dataclass(frozen=True, repr=False)
-class UserHistograms:
+class UserHistograms(CountMatrix):
     """Counts over public classes, one histogram per user.
 
     Attributes:
@@ -69,16 +89,6 @@ class UserHistograms:
                 f"counts must be {len(self.user_ids)} x {len(self.classes)}, got "
                 f"{self.counts.shape}"
             )
-
-    @property
-    def n(self) -> int:
-        """Number of users."""
-        return int(self.counts.shape[0])
-
-    @property
-    def d(self) -> int:
-        """Number of classes."""
-        return int(self.counts.shape[1])
 
     @property
     def totals(self) -> IntArray:

@@ -51,6 +51,7 @@ from shuffledp.data.encoding import (
     factorize,
 )
 from shuffledp.data.loaders import ColumnReader
+from shuffledp.data.users import arrow_missing, tally_missing
 
 __all__ = [
     "LoadedSets",
@@ -371,22 +372,10 @@ class _UserIndex:
                 count=len(ids),
             )
         else:
-            import pyarrow as pa
-            import pyarrow.compute as pc
-
-            if pa.types.is_dictionary(batch.type):
-                batch = batch.dictionary_decode()
-            ids = batch
-            value_set = pa.array(self.na, batch.type)
-            missing = pc.fill_null(pc.is_in(batch, value_set=value_set), True).to_numpy(
-                zero_copy_only=False
-            )
-        count = int(missing.sum())
-        if count:
-            self.missing += count
-            if self.first_missing is None:
-                self.first_missing = self.rows + int(np.flatnonzero(missing)[0])
-        self.rows += len(batch)
+            ids, missing = arrow_missing(batch, self.na)
+        self.rows, self.missing, self.first_missing = tally_missing(
+            missing, self.rows, self.missing, self.first_missing
+        )
         self.batches.append(ids)
 
     def error(self) -> DataError | None:

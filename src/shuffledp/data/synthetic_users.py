@@ -36,6 +36,7 @@ from scipy.special import betaln
 
 from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import InvalidParameterError, check_int
+from shuffledp.data.per_user import CountMatrix
 
 __all__ = [
     "ClusteredUsers",
@@ -53,7 +54,7 @@ _FLOOR = 1e-12
 
 
 @dataclass(frozen=True, repr=False)
-class ClusteredUsers:
+class ClusteredUsers(CountMatrix):
     """Users drawn from a separated Dirichlet mixture.
 
     Attributes:
@@ -73,16 +74,6 @@ class ClusteredUsers:
     concentrations: FloatArray
     separation: float
     radius: float
-
-    @property
-    def n(self) -> int:
-        """Number of users."""
-        return int(self.counts.shape[0])
-
-    @property
-    def d(self) -> int:
-        """Number of classes."""
-        return int(self.counts.shape[1])
 
     @property
     def normalized(self) -> FloatArray:

@@ -29,7 +29,14 @@ from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import DataError, InvalidParameterError
 from shuffledp.data.encoding import TextBatch, describe_missing
 
-__all__ = ["PER_USER_POLICIES", "OnePerUser", "UserIds", "check_per_user"]
+__all__ = [
+    "PER_USER_POLICIES",
+    "OnePerUser",
+    "UserIds",
+    "arrow_missing",
+    "check_per_user",
+    "tally_missing",
+]
 
 #: What to do with a user who has several rows.
 PER_USER_POLICIES = ("error", "first", "sample")
@@ -115,6 +122,27 @@ def _hash_unicode(array: NDArray[np.str_], seed: int) -> NDArray[np.uint64]:
     return h
 
 
+def arrow_missing(batch: Any, na: list[str]) -> tuple[Any, NDArray[np.bool_]]:
+    """An Arrow batch of ids (dictionaries decoded) and which of its rows are null or in ``na``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(batch.type):
+        batch = batch.dictionary_decode()
+    missing = pc.fill_null(pc.is_in(batch, value_set=pa.array(na, batch.type)), True)
+    return batch, missing.to_numpy(zero_copy_only=False)
+
+
+def tally_missing(
+    missing: NDArray[np.bool_], rows: int, count: int, first: int | None
+) -> tuple[int, int, int | None]:
+    """Add a batch's missing-id mask to the running (rows, missing, first missing row)."""
+    found = int(missing.sum())
+    if found and first is None:
+        first = rows + int(np.flatnonzero(missing)[0])
+    return rows + len(missing), count + found, first
+
+
 @dataclass(frozen=True)
 class OnePerUser:
     """The rows kept, one per user.
@@ -164,20 +192,10 @@ class UserIds:
             missing = np.isin(batch, self._na) if self._na else np.zeros(len(batch), dtype=bool)
             ids: Any = np.asarray(batch, dtype=str)
         else:
-            import pyarrow as pa
-            import pyarrow.compute as pc
-
-            if pa.types.is_dictionary(batch.type):
-                batch = batch.dictionary_decode()
-            missing = pc.fill_null(pc.is_in(batch, value_set=pa.array(self._na, batch.type)), True)
-            missing = missing.to_numpy(zero_copy_only=False)
-            ids = batch
-        count = int(missing.sum())
-        if count:
-            self.missing += count
-            if self.first_missing is None:
-                self.first_missing = self.rows + int(np.flatnonzero(missing)[0])
-        self.rows += len(batch)
+            ids, missing = arrow_missing(batch, self._na)
+        self.rows, self.missing, self.first_missing = tally_missing(
+            missing, self.rows, self.missing, self.first_missing
+        )
         self._ids.append(ids)
 
     def missing_error(self) -> DataError | None:

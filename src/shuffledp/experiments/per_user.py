@@ -98,6 +98,7 @@ from shuffledp.accounting.per_user import (
     per_user_epsilons,
     regroup_attack,
 )
+from shuffledp.data.per_user import CountMatrix
 from shuffledp.protocols.per_user import PerUserHistograms, PerUserRun, Release
 from shuffledp.randomizers.laplace import Calibration, check_c, laplace_scale
 from shuffledp.schemas import schema_id
@@ -406,7 +407,7 @@ class PerUserExperimentConfig:
 
 
 @dataclass(frozen=True, repr=False)
-class PerUserData:
+class PerUserData(CountMatrix):
     """Users' counts and what is known about their structure.
 
     Attributes:
@@ -426,16 +427,6 @@ class PerUserData:
     radius: float | None
     classes: tuple[str, ...]
     source: str
-
-    @property
-    def n(self) -> int:
-        """Number of users."""
-        return int(self.counts.shape[0])
-
-    @property
-    def d(self) -> int:
-        """Number of classes."""
-        return int(self.counts.shape[1])
 
     @property
     def normalized(self) -> FloatArray:
