@@ -89,7 +89,7 @@ def binomial_pmf(
     p: float,
     complement: float | None = None,
 ) -> NDArray[np.float64]:
-    """Return P[Bin(m, p) = x] elementwise, for 0 < p < 1 (x and m broadcast; 0 outside [0, m]).
+    """Return P[Bin(m, p) = x] elementwise, for 0 ≤ p ≤ 1 (x and m broadcast; 0 outside [0, m]).
 
     Loader's form: exp(S(m) − S(x) − S(m−x) − D(x, mp) − D(m−x, m(1−p)))·√(m/(2πx(m−x))),
     with S the Stirling remainder and D the deviance, both free of cancellation.
@@ -106,6 +106,14 @@ def binomial_pmf(
     xs, ms = xs.astype(np.float64), ms.astype(np.float64)
     out = np.zeros(xs.shape)
     valid = (xs >= 0) & (xs <= ms)
+    # Degenerate laws, exactly: Bin(m, 0) is a point mass at 0 and Bin(m, 1) at m
+    # (the logarithms below are undefined there).
+    if p <= 0.0:
+        out[valid & (xs == 0)] = 1.0
+        return out
+    if q <= 0.0:
+        out[valid & (xs == ms)] = 1.0
+        return out
     zero = valid & (xs == 0)
     full = valid & (xs == ms) & (ms > 0)
     out[zero] = np.exp(ms[zero] * (math.log1p(-p) if complement is None else math.log(q)))

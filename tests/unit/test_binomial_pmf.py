@@ -1,0 +1,34 @@
+"""binomial_pmf against scipy, including the degenerate laws p = 0 and p = 1."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from shuffledp.accounting._binomial import binomial_pmf, binomial_window
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 1e-12, 0.3, 0.5, 1.0 - 1e-9])
+@pytest.mark.parametrize("m", [0, 1, 2, 7, 1000])
+def test_pmf_matches_scipy(m, p):
+    x = np.arange(-1, m + 2, dtype=np.float64)
+    expected = stats.binom.pmf(x, m, p)
+    got = binomial_pmf(x, m, p)
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-300)
+    assert np.isclose(got.sum(), 1.0, rtol=1e-12)
+
+
+def test_degenerate_laws_are_point_masses():
+    x = np.arange(0, 6, dtype=np.float64)
+    assert binomial_pmf(x, 5, 0.0).tolist() == [1, 0, 0, 0, 0, 0]
+    assert binomial_pmf(x, 5, 1.0).tolist() == [0, 0, 0, 0, 0, 1]
+    assert binomial_pmf(x, 5, 1.0, complement=0.0).tolist() == [0, 0, 0, 0, 0, 1]
+
+
+@pytest.mark.parametrize(("p", "point"), [(0.0, 0), (1.0, 10)])
+def test_windows_of_degenerate_laws(p, point):
+    window = binomial_window(10, p)
+    points = window.lo + np.arange(len(window.pmf))
+    assert window.pmf[points == point].tolist() == [1.0]
+    assert float(np.sum(window.pmf[points != point])) == 0.0
