@@ -12,8 +12,9 @@ import numpy as np
 
 from shuffledp.service.analyzer import Aggregator
 from shuffledp.service.shuffler import permute_messages
-from shuffledp.service.sqlite_store import SQLiteAnalyzerStore, content_digest
+from shuffledp.service.sqlite_store import SQLiteAnalyzerStore
 from shuffledp.service.store import ReceivedBatch
+from shuffledp.service.store_common import content_digest
 from shuffledp.service.task import Task, build_randomizer, create_task, new_id
 from shuffledp.service.wire import (
     CIPHERTEXT_LENGTH,

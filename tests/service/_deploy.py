@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,6 +14,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from shuffledp.service._testhooks import KILL_ENV
 from shuffledp.service.client import Client, Submission
 from shuffledp.service.processes import ServiceProcess
 from shuffledp.service.secretfile import write_secret_file
@@ -210,3 +213,79 @@ def make_deployment(
         analyzer.wait_started()
         shuffler.wait_started()
     return deployment
+
+
+# -- kill -9 and restart (test_service_crashes, test_service_postgres_deploy) --------------
+
+CRASH_USERS = 300
+CRASH_VALUES = [DOMAIN[i] for i in np.random.default_rng(8).choice(5, size=CRASH_USERS)]
+
+
+def submit_in_background(dep: Deployment, per_request: int = 10) -> tuple[threading.Thread, dict]:
+    """Submit :data:`CRASH_VALUES` from a thread, retrying while a service is down."""
+    result: dict = {}
+
+    def run() -> None:
+        try:
+            result["subs"] = dep.client(seed=3, retry_seconds=120).submit_many(
+                CRASH_VALUES, per_request=per_request
+            )
+        except Exception as exc:  # reported by the test
+            result["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, result
+
+
+def finish_after_crashes(dep: Deployment, thread: threading.Thread, result: dict) -> list:
+    """Wait for the submitter; check every acknowledged submission is counted exactly once."""
+    thread.join(timeout=180)
+    assert not thread.is_alive() and "error" not in result, result.get("error")
+    subs = result["subs"]
+    assert len({s.submission_id for s in subs}) == CRASH_USERS
+    dep.wait_aggregated(CRASH_USERS, timeout=90)
+    wait_until(lambda: dep.shuffler_metrics()["batches_unsent"] == 0, what="all batches sent")
+    assert stored_counts(dep).tolist() == expected_counts(subs).tolist()
+    analyzer = dep.analyzer_metrics()
+    assert analyzer["users_aggregated"] == CRASH_USERS == analyzer["users_stored"]
+    assert analyzer["batches_pending"] == 0
+    release = dep.estimate().json()
+    assert release["n"] == CRASH_USERS
+    return subs
+
+
+def kill_at_crash_point_and_restart(
+    deploy: Callable[..., Deployment], role: str, point: str, check: dict[str, dict[str, int]]
+) -> None:
+    """Let ``role`` SIGKILL itself at ``point``, restart it, finish; ``check`` its metrics."""
+    env = {KILL_ENV: point}
+    dep = deploy(
+        "krr",
+        min_batch_users=100,
+        shuffler_env=env if role == "shuffler" else None,
+        analyzer_env=env if role == "analyzer" else None,
+    )
+    victim = dep.shuffler if role == "shuffler" else dep.analyzer
+    thread, result = submit_in_background(dep)
+    assert victim.wait_exit(timeout=60) == -signal.SIGKILL
+    victim.start(env={})  # same port, same store, no crash point
+    finish_after_crashes(dep, thread, result)
+    for service, expected in check.items():
+        metrics = dep.shuffler_metrics() if service == "shuffler" else dep.analyzer_metrics()
+        for name, value in expected.items():
+            assert metrics.get(name, 0) == value, (name, metrics)
+
+
+def kill_at_random_times(deploy: Callable[..., Deployment]) -> None:
+    """SIGKILL from outside at random moments (fixed seed), both services, several times."""
+    rng = np.random.default_rng(20240611)
+    dep = deploy("flip", min_batch_users=100)
+    # 5 per request: batches of exactly 100 users, so all 300 are forwarded.
+    thread, result = submit_in_background(dep, per_request=5)
+    for _ in range(4):
+        time.sleep(float(rng.uniform(0.1, 0.8)))
+        victim = dep.shuffler if rng.random() < 0.7 else dep.analyzer
+        victim.kill()
+        victim.start(env={})
+    finish_after_crashes(dep, thread, result)

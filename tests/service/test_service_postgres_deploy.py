@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
-import signal
 from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
 import psycopg
 import pytest
-import test_service_crashes as crashes
-from _deploy import DOMAIN, expected_counts, stored_counts, wait_until
-from test_service_crashes import _finish, _submit_in_background
+from _deploy import (
+    DOMAIN,
+    expected_counts,
+    kill_at_crash_point_and_restart,
+    kill_at_random_times,
+    stored_counts,
+    wait_until,
+)
 
 from shuffledp.cli import main
-from shuffledp.service._testhooks import KILL_ENV
 from shuffledp.service.shuffler import SUBMISSIONS_FORMAT
 
 pytestmark = pytest.mark.slow
@@ -141,24 +144,9 @@ def test_database_outages_are_503_and_lose_nothing(pg_deploy, postgres_server):
 )
 def test_kill_at_a_crash_point_and_restart(pg_deploy, role, point, check):
     """As test_service_crashes: every acknowledged submission is counted exactly once."""
-    env = {KILL_ENV: point}
-    dep = pg_deploy(
-        "krr",
-        min_batch_users=100,
-        shuffler_env=env if role == "shuffler" else None,
-        analyzer_env=env if role == "analyzer" else None,
-    )
-    victim = dep.shuffler if role == "shuffler" else dep.analyzer
-    thread, result = _submit_in_background(dep)
-    assert victim.wait_exit(timeout=60) == -signal.SIGKILL
-    victim.start(env={})  # same port, same database, no crash point
-    _finish(dep, thread, result)
-    for service, expected in check.items():
-        metrics = dep.shuffler_metrics() if service == "shuffler" else dep.analyzer_metrics()
-        for name, value in expected.items():
-            assert metrics.get(name, 0) == value, (name, metrics)
+    kill_at_crash_point_and_restart(pg_deploy, role, point, check)
 
 
 def test_kills_at_random_times(pg_deploy):
     """test_service_crashes' SIGKILLs from outside at random moments, on PostgreSQL."""
-    crashes.test_kills_at_random_times(pg_deploy)
+    kill_at_random_times(pg_deploy)

@@ -5,21 +5,19 @@ from __future__ import annotations
 import sqlite3
 import threading
 
-import numpy as np
 import pytest
+from _store_checks import check_analyzer_records_each_batch_once
 
 from shuffledp.service.shuffler import permute_messages
-from shuffledp.service.sqlite_store import SQLiteAnalyzerStore, SQLiteShufflerStore, content_digest
+from shuffledp.service.sqlite_store import SQLiteAnalyzerStore, SQLiteShufflerStore
 from shuffledp.service.store import (
-    Aggregation,
-    BatchConflictError,
     ClientAlreadySubmittedError,
     NewSubmission,
-    ReceivedBatch,
     StoreError,
     open_shuffler_store,
     sqlite_path,
 )
+from shuffledp.service.store_common import content_digest
 from shuffledp.service.task import new_id
 from shuffledp.service.wire import CIPHERTEXT_LENGTH
 
@@ -137,29 +135,7 @@ def test_store_urls(tmp_path):
 def test_analyzer_records_each_batch_once(tmp_path):
     store = SQLiteAnalyzerStore(tmp_path / "a.db", TASK)
     try:
-        payload = bytes(CIPHERTEXT_LENGTH * 3)
-        batch = ReceivedBatch(new_id(), payload, 3, 3, content_digest(payload, CIPHERTEXT_LENGTH))
-        assert store.add_batch(batch) is True
-        assert store.add_batch(batch) is False
-        with pytest.raises(BatchConflictError):
-            store.add_batch(ReceivedBatch(new_id(), payload, 3, 3, batch.content_digest))
-        counts = np.array([2, 0, 1], dtype=np.int64)
-        agg = Aggregation(batch.batch_id, counts, undecryptable=0, undecodable=0)
-        assert store.record_aggregation(agg) is True
-        assert store.record_aggregation(agg) is False
-        second_payload = bytes([1]) * (CIPHERTEXT_LENGTH * 3)
-        second = ReceivedBatch(
-            new_id(), second_payload, 3, 3, content_digest(second_payload, CIPHERTEXT_LENGTH)
-        )
-        assert store.add_batch(second) is True
-        # every batch, aggregated or not, in arrival order; only the second waits
-        assert store.batch_ids() == [batch.batch_id, second.batch_id]
-        assert store.unaggregated_batches() == [second.batch_id]
-        assert store.record_aggregation(Aggregation(second.batch_id, counts, 0, 0)) is True
-        totals = store.totals(3)
-        assert totals.counts.tolist() == [4, 0, 2]
-        assert (totals.n_users, totals.n_batches, totals.smallest_batch_users) == (6, 2, 3)
-        assert store.metrics()["batches_aggregated"] == 2
+        check_analyzer_records_each_batch_once(store)
     finally:
         store.close()
 

@@ -10,6 +10,8 @@ import gc
 import json
 import logging
 import socket
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from starlette.responses import JSONResponse
 from shuffledp._validation import InvalidParameterError
 
 __all__ = [
+    "BackgroundWorker",
     "BodyTooLargeError",
     "RejectedError",
     "configure_logging",
@@ -53,6 +56,62 @@ class BodyTooLargeError(RejectedError):
 
     def __init__(self, limit: int) -> None:
         super().__init__(413, "body_too_large", f"request body exceeds {limit} bytes")
+
+
+class BackgroundWorker:
+    """A daemon thread that runs a step of work again and again, woken early on demand.
+
+    A subclass defines :meth:`_run`, which calls :meth:`_loop` with its step.
+    The step returns True when no work is left: the thread then sleeps
+    ``idle_seconds`` (or until :meth:`wake`); otherwise (False, or an
+    exception, which is logged) it retries after :meth:`_retry_delay`.
+
+    Args:
+        name: The thread's name.
+        idle_seconds: How often to look for work when nobody wakes the thread.
+        join_seconds: How long :meth:`stop` waits for the thread.
+    """
+
+    def __init__(self, name: str, *, idle_seconds: float, join_seconds: float) -> None:
+        self.idle_seconds = idle_seconds
+        self._join_seconds = join_seconds
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        """Start the thread."""
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Ask the thread to look for work now."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Stop the thread after the step in progress (waits at most ``join_seconds``)."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=self._join_seconds)
+
+    def _run(self) -> None:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _retry_delay(self, previous: float) -> float:
+        """Seconds to wait after a step that left work (``previous``: the last such wait, or 0)."""
+        return 1.0
+
+    def _loop(self, step: Callable[[], bool], what: str) -> None:
+        """Run ``step`` until stopped; ``what`` names it in the log when it fails."""
+        delay = 0.0
+        while not self._stop.is_set():
+            self._wake.clear()
+            try:
+                done = step()
+            except Exception:  # keep the thread alive; retried later
+                _log.exception("%s failed", what)
+                done = False
+            delay = 0.0 if done else self._retry_delay(delay)
+            self._wake.wait(self.idle_seconds if done else delay)
 
 
 def error_response(exc: RejectedError) -> JSONResponse:

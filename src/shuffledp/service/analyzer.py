@@ -45,6 +45,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from shuffledp.service._server import (
+    BackgroundWorker,
     RejectedError,
     error_response,
     parse_json,
@@ -54,7 +55,6 @@ from shuffledp.service._server import (
 from shuffledp.service._testhooks import crash_point
 from shuffledp.service.release import NothingToPublishError, publish
 from shuffledp.service.shuffler import BATCH_FORMAT
-from shuffledp.service.sqlite_store import content_digest
 from shuffledp.service.store import (
     Aggregation,
     AnalyzerStore,
@@ -62,6 +62,7 @@ from shuffledp.service.store import (
     ReceivedBatch,
     StoreError,
 )
+from shuffledp.service.store_common import content_digest
 from shuffledp.service.task import Task, is_id
 from shuffledp.service.wire import CIPHERTEXT_LENGTH, MessageOpener, WireError, b64decode_exact
 
@@ -121,8 +122,11 @@ def parse_batch(data: Any, task: Task) -> ReceivedBatch:
     )
 
 
-class Aggregator:
+class Aggregator(BackgroundWorker):
     """Background thread: decrypt, decode and count every stored batch not yet aggregated.
+
+    :meth:`start` first resumes batches left unaggregated; :meth:`stop` stops
+    after the batch in progress. A failed step is retried after a second.
 
     Args:
         task: The task.
@@ -142,34 +146,10 @@ class Aggregator:
         self.task = task
         self.opener = MessageOpener(private_key, task.task_id, task.domain_size)
         self.store = store
-        self.idle_seconds = idle_seconds
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="analyzer-aggregator", daemon=True)
-
-    def start(self) -> None:
-        """Start the thread (it first resumes batches left unaggregated)."""
-        self._thread.start()
-
-    def wake(self) -> None:
-        """Ask the thread to look for work now."""
-        self._wake.set()
-
-    def stop(self) -> None:
-        """Stop after the batch in progress."""
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout=120)
+        super().__init__("analyzer-aggregator", idle_seconds=idle_seconds, join_seconds=120)
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.clear()
-            try:
-                done = self.step()
-            except Exception:  # keep the thread alive; retried later
-                _log.exception("aggregation step failed")
-                done = False
-            self._wake.wait(self.idle_seconds if done else 1.0)
+        self._loop(self.step, "aggregation step")
 
     def aggregate(self, batch: ReceivedBatch) -> Aggregation:
         """Decrypt and count one batch (no side effect)."""

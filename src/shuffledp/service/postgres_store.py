@@ -62,17 +62,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
-
 from shuffledp._optional import require
 from shuffledp._validation import InvalidParameterError
 from shuffledp.service._testhooks import crash_point
-from shuffledp.service.sqlite_store import (
-    aggregation_changes,
-    check_meta,
-    expected_meta,
-    new_outbox_batch,
-)
 from shuffledp.service.store import (
     AggregateTotals,
     Aggregation,
@@ -83,6 +75,18 @@ from shuffledp.service.store import (
     ReceivedBatch,
     StoreError,
     SubmitOutcome,
+)
+from shuffledp.service.store_common import (
+    aggregation_changes,
+    analyzer_metrics,
+    batch_ids_from_rows,
+    check_meta,
+    expected_meta,
+    new_outbox_batch,
+    outbox_batch_from_row,
+    received_batch_from_row,
+    shuffler_stats,
+    totals_from_rows,
 )
 
 if TYPE_CHECKING:
@@ -595,10 +599,9 @@ class PostgresShufflerStore:
     def unsent_batches(self) -> list[str]:
         """See :meth:`ShufflerStore.unsent_batches`."""
         return self.db.read(
-            lambda conn: [
-                str(row[0])
-                for row in conn.execute("SELECT batch_id FROM batches WHERE NOT sent ORDER BY seq")
-            ]
+            lambda conn: batch_ids_from_rows(
+                conn.execute("SELECT batch_id FROM batches WHERE NOT sent ORDER BY seq")
+            )
         )
 
     def load_outbox_batch(self, batch_id: str) -> OutboxBatch:
@@ -609,9 +612,7 @@ class PostgresShufflerStore:
                 (batch_id,),
             ).fetchone()
         )
-        if row is None or row[0] is None:
-            raise KeyError(batch_id)
-        return OutboxBatch(batch_id, bytes(row[0]), int(row[1]), int(row[2]))
+        return outbox_batch_from_row(batch_id, row)
 
     def mark_sent(self, batch_id: str) -> None:
         """See :meth:`ShufflerStore.mark_sent`."""
@@ -631,13 +632,7 @@ class PostgresShufflerStore:
                 "(SELECT value FROM counters WHERE name = 'unbatched'), "
                 "COUNT(*), COUNT(*) FILTER (WHERE sent) FROM batches",
             )
-            return {
-                "submissions_stored": int(stored),
-                "users_waiting": int(waiting),
-                "batches_stored": int(cut),
-                "batches_acknowledged": int(sent),
-                "batches_unsent": int(cut) - int(sent),
-            }
+            return shuffler_stats(stored, waiting, cut, sent)
 
         return self.db.read(run)
 
@@ -705,20 +700,17 @@ class PostgresAnalyzerStore:
     def unaggregated_batches(self) -> list[str]:
         """See :meth:`AnalyzerStore.unaggregated_batches`."""
         return self.db.read(
-            lambda conn: [
-                str(row[0])
-                for row in conn.execute(
-                    "SELECT batch_id FROM batches WHERE NOT aggregated ORDER BY seq"
-                )
-            ]
+            lambda conn: batch_ids_from_rows(
+                conn.execute("SELECT batch_id FROM batches WHERE NOT aggregated ORDER BY seq")
+            )
         )
 
     def batch_ids(self) -> list[str]:
         """See :meth:`AnalyzerStore.batch_ids`."""
         return self.db.read(
-            lambda conn: [
-                str(row[0]) for row in conn.execute("SELECT batch_id FROM batches ORDER BY seq")
-            ]
+            lambda conn: batch_ids_from_rows(
+                conn.execute("SELECT batch_id FROM batches ORDER BY seq")
+            )
         )
 
     def load_batch(self, batch_id: str) -> ReceivedBatch:
@@ -730,9 +722,7 @@ class PostgresAnalyzerStore:
                 (batch_id,),
             ).fetchone()
         )
-        if row is None:
-            raise KeyError(batch_id)
-        return ReceivedBatch(batch_id, bytes(row[0]), int(row[1]), int(row[2]), str(row[3]))
+        return received_batch_from_row(batch_id, row)
 
     def record_aggregation(self, aggregation: Aggregation) -> bool:
         """See :meth:`AnalyzerStore.record_aggregation`."""
@@ -766,13 +756,11 @@ class PostgresAnalyzerStore:
         """See :meth:`AnalyzerStore.totals`."""
 
         def run(conn: Connection[Any]) -> AggregateTotals:
-            counts = np.zeros(domain_size, dtype=np.int64)
-            for j, c in conn.execute(
+            bins = conn.execute(
                 "SELECT c.bin, SUM(c.count) FROM batch_counts c JOIN batches b "
                 "ON b.batch_id = c.batch_id WHERE b.aggregated GROUP BY c.bin"
-            ):
-                counts[int(j)] = int(c)
-            n_batches, users, messages, smallest, pending = _one(
+            ).fetchall()
+            *aggregated, pending = _one(
                 conn,
                 "SELECT COUNT(*) FILTER (WHERE aggregated), "
                 "COALESCE(SUM(n_users) FILTER (WHERE aggregated), 0), "
@@ -780,14 +768,7 @@ class PostgresAnalyzerStore:
                 "MIN(n_users) FILTER (WHERE aggregated), "
                 "COUNT(*) FILTER (WHERE NOT aggregated) FROM batches",
             )
-            return AggregateTotals(
-                counts=counts,
-                n_users=int(users),
-                n_messages=int(messages),
-                n_batches=int(n_batches),
-                smallest_batch_users=None if smallest is None else int(smallest),
-                pending_batches=int(pending),
-            )
+            return totals_from_rows(domain_size, bins, aggregated, pending)
 
         return self.db.read(run)
 
@@ -795,19 +776,13 @@ class PostgresAnalyzerStore:
         """See :meth:`AnalyzerStore.metrics`."""
 
         def run(conn: Connection[Any]) -> dict[str, int]:
-            out = {str(k): int(v) for k, v in conn.execute("SELECT name, value FROM metrics")}
-            stored, users, aggregated, users_aggregated = _one(
+            metric_rows = conn.execute("SELECT name, value FROM metrics").fetchall()
+            batches = _one(
                 conn,
                 "SELECT COUNT(*), COALESCE(SUM(n_users), 0), COUNT(*) FILTER (WHERE aggregated), "
                 "COALESCE(SUM(n_users) FILTER (WHERE aggregated), 0) FROM batches",
             )
-            out.update(
-                batches_stored=int(stored),
-                users_stored=int(users),
-                batches_pending=int(stored) - int(aggregated),
-                users_aggregated=int(users_aggregated),
-            )
-            return out
+            return analyzer_metrics(metric_rows, batches)
 
         return self.db.read(run)
 

@@ -59,6 +59,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from shuffledp.service._server import (
+    BackgroundWorker,
     RejectedError,
     error_response,
     parse_json,
@@ -304,8 +305,12 @@ def batch_document(task: Task, batch: OutboxBatch) -> dict[str, Any]:
     }
 
 
-class Dispatcher:
+class Dispatcher(BackgroundWorker):
     """Background thread: cut batches when enough users wait, forward unsent batches.
+
+    :meth:`start` first cuts what waits and resends what is unsent; :meth:`stop`
+    lets an in-flight POST finish or time out. A failed step is retried after
+    0.2 s, doubling up to 5 s.
 
     Args:
         task: The task.
@@ -332,37 +337,14 @@ class Dispatcher:
         self.url = None if forward_url is None else forward_url.rstrip("/") + "/v1/batches"
         self.headers = {} if forward_token is None else {"Authorization": f"Bearer {forward_token}"}
         self.metrics = metrics
-        self.idle_seconds = idle_seconds
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="shuffler-dispatcher", daemon=True)
-
-    def start(self) -> None:
-        """Start the thread (it first cuts what waits and resends what is unsent)."""
-        self._thread.start()
-
-    def wake(self) -> None:
-        """Ask the thread to look for work now."""
-        self._wake.set()
-
-    def stop(self) -> None:
-        """Stop the thread (an in-flight POST finishes or times out first)."""
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout=60)
+        super().__init__("shuffler-dispatcher", idle_seconds=idle_seconds, join_seconds=60)
 
     def _run(self) -> None:
-        delay = 0.0
         with httpx.Client(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
-            while not self._stop.is_set():
-                self._wake.clear()
-                try:
-                    done = self.step(http)
-                except Exception:  # keep the thread alive; retried later
-                    _log.exception("dispatcher step failed")
-                    done = False
-                delay = 0.0 if done else min(5.0, max(0.2, 2 * delay))
-                self._wake.wait(self.idle_seconds if done else delay)
+            self._loop(lambda: self.step(http), "dispatcher step")
+
+    def _retry_delay(self, previous: float) -> float:
+        return min(5.0, max(0.2, 2 * previous))
 
     def step(self, http: httpx.Client) -> bool:
         """Cut a batch if enough users wait, then forward every unsent batch.

@@ -22,7 +22,6 @@ be opened for another role or task.
 from __future__ import annotations
 
 import concurrent.futures
-import hashlib
 import logging
 import queue
 import sqlite3
@@ -31,8 +30,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
-
-import numpy as np
 
 from shuffledp.service._testhooks import crash_point
 from shuffledp.service.store import (
@@ -46,8 +43,19 @@ from shuffledp.service.store import (
     StoreError,
     SubmitOutcome,
 )
-from shuffledp.service.task import new_id
-from shuffledp.service.wire import CIPHERTEXT_LENGTH
+from shuffledp.service.store_common import (
+    aggregation_changes,
+    analyzer_metrics,
+    batch_ids_from_rows,
+    check_meta,
+    content_digest,
+    expected_meta,
+    new_outbox_batch,
+    outbox_batch_from_row,
+    received_batch_from_row,
+    shuffler_stats,
+    totals_from_rows,
+)
 
 __all__ = [
     "SQLiteAnalyzerStore",
@@ -69,7 +77,6 @@ MAX_GROUP = 1024
 #: lands on a random page of a table that only grows: a cache that holds the
 #: table saves a read per insert.
 WRITER_CACHE_KIB = 64 * 1024
-_SCHEMA_VERSION = "1"
 _CHUNK = 500  # SQL variables per statement (an IN (...) list, a multi-row INSERT); < 999
 
 _META = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
@@ -121,69 +128,6 @@ CREATE TABLE IF NOT EXISTS batch_counts(
 CREATE TABLE IF NOT EXISTS metrics(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 """
 )
-
-
-def expected_meta(role: str, task_id: str) -> dict[str, str]:
-    """The ``meta`` rows a store of ``role`` for ``task_id`` records (every backend)."""
-    return {"role": role, "task_id": task_id, "schema_version": _SCHEMA_VERSION}
-
-
-def check_meta(found: Mapping[str, str], where: str, role: str, task_id: str) -> None:
-    """Refuse a store whose ``meta`` rows name another role, task or schema version.
-
-    Args:
-        found: The store's ``meta`` rows (key -> value).
-        where: How to name the store in an error (a path, a URL without password).
-        role: The role that opens it.
-        task_id: The task that opens it.
-
-    Raises:
-        StoreError: If ``found`` is not :func:`expected_meta` of ``role`` and ``task_id``.
-    """
-    if found.get("role") != role:
-        raise StoreError(f"store {where!r} belongs to the {found.get('role')}, not the {role}")
-    if found.get("task_id") != task_id:
-        raise StoreError(f"store {where!r} belongs to task {found.get('task_id')}, not {task_id}")
-    if found.get("schema_version") != _SCHEMA_VERSION:
-        raise StoreError(f"store {where!r} has schema {found.get('schema_version')}")
-
-
-def new_outbox_batch(messages: Sequence[bytes], permute: Callable[[bytes], bytes]) -> OutboxBatch:
-    """The batch of the waiting submissions' ``messages``: a new id, all their ciphertexts permuted.
-
-    Args:
-        messages: Each waiting submission's ciphertexts, concatenated (one item per user).
-        permute: One uniformly random permutation of fixed-length ciphertexts (the
-            shuffler passes :func:`~shuffledp.service.shuffler.permute_messages`).
-    """
-    joined = b"".join(messages)
-    return OutboxBatch(
-        batch_id=new_id(),
-        payload=permute(joined),
-        n_users=len(messages),
-        n_messages=len(joined) // CIPHERTEXT_LENGTH,
-    )
-
-
-def aggregation_changes(
-    aggregation: Aggregation,
-) -> tuple[int, list[tuple[int, int]], dict[str, int]]:
-    """What recording ``aggregation`` writes, in every backend.
-
-    Returns:
-        The messages counted, the ``(bin, count)`` pairs of the nonzero bins,
-        and the metric deltas.
-    """
-    counts = np.asarray(aggregation.counts, dtype=np.int64)
-    counted = int(counts.sum())
-    bins = [(int(j), int(counts[j])) for j in np.flatnonzero(counts)]
-    deltas = {
-        "batches_aggregated": 1,
-        "messages_counted": counted,
-        "messages_undecryptable": aggregation.undecryptable,
-        "messages_undecodable": aggregation.undecodable,
-    }
-    return counted, bins, deltas
 
 
 @dataclass
@@ -585,12 +529,9 @@ class SQLiteShufflerStore:
     def unsent_batches(self) -> list[str]:
         """See :meth:`ShufflerStore.unsent_batches`."""
         return self.db.read(
-            lambda conn: [
-                row[0]
-                for row in conn.execute(
-                    "SELECT batch_id FROM batches WHERE sent = 0 ORDER BY rowid"
-                )
-            ]
+            lambda conn: batch_ids_from_rows(
+                conn.execute("SELECT batch_id FROM batches WHERE sent = 0 ORDER BY rowid")
+            )
         )
 
     def load_outbox_batch(self, batch_id: str) -> OutboxBatch:
@@ -600,9 +541,7 @@ class SQLiteShufflerStore:
                 "SELECT payload, n_users, n_messages FROM batches WHERE batch_id = ?", (batch_id,)
             ).fetchone()
         )
-        if row is None or row[0] is None:
-            raise KeyError(batch_id)
-        return OutboxBatch(batch_id, bytes(row[0]), int(row[1]), int(row[2]))
+        return outbox_batch_from_row(batch_id, row)
 
     def mark_sent(self, batch_id: str) -> None:
         """See :meth:`ShufflerStore.mark_sent`."""
@@ -623,28 +562,13 @@ class SQLiteShufflerStore:
             cut, sent = conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(sent), 0) FROM batches"
             ).fetchone()
-            return {
-                "submissions_stored": int(stored),
-                "users_waiting": int(waiting),
-                "batches_stored": int(cut),
-                "batches_acknowledged": int(sent),
-                "batches_unsent": int(cut) - int(sent),
-            }
+            return shuffler_stats(stored, waiting, cut, sent)
 
         return self.db.read(run)
 
     def close(self) -> None:
         """See :meth:`ShufflerStore.close`."""
         self.db.close()
-
-
-def content_digest(payload: bytes, length: int) -> str:
-    """SHA-256 of a payload's fixed-length ciphertexts in sorted order (order-free)."""
-    rows = sorted(payload[i : i + length] for i in range(0, len(payload), length))
-    digest = hashlib.sha256()
-    for row in rows:
-        digest.update(row)
-    return digest.hexdigest()
 
 
 class SQLiteAnalyzerStore:
@@ -691,20 +615,17 @@ class SQLiteAnalyzerStore:
     def unaggregated_batches(self) -> list[str]:
         """See :meth:`AnalyzerStore.unaggregated_batches`."""
         return self.db.read(
-            lambda conn: [
-                row[0]
-                for row in conn.execute(
-                    "SELECT batch_id FROM batches WHERE aggregated = 0 ORDER BY rowid"
-                )
-            ]
+            lambda conn: batch_ids_from_rows(
+                conn.execute("SELECT batch_id FROM batches WHERE aggregated = 0 ORDER BY rowid")
+            )
         )
 
     def batch_ids(self) -> list[str]:
         """See :meth:`AnalyzerStore.batch_ids`."""
         return self.db.read(
-            lambda conn: [
-                str(row[0]) for row in conn.execute("SELECT batch_id FROM batches ORDER BY rowid")
-            ]
+            lambda conn: batch_ids_from_rows(
+                conn.execute("SELECT batch_id FROM batches ORDER BY rowid")
+            )
         )
 
     def load_batch(self, batch_id: str) -> ReceivedBatch:
@@ -716,9 +637,7 @@ class SQLiteAnalyzerStore:
                 (batch_id,),
             ).fetchone()
         )
-        if row is None:
-            raise KeyError(batch_id)
-        return ReceivedBatch(batch_id, bytes(row[0]), int(row[1]), int(row[2]), str(row[3]))
+        return received_batch_from_row(batch_id, row)
 
     def record_aggregation(self, aggregation: Aggregation) -> bool:
         """See :meth:`AnalyzerStore.record_aggregation`."""
@@ -750,27 +669,18 @@ class SQLiteAnalyzerStore:
         """See :meth:`AnalyzerStore.totals`."""
 
         def run(conn: sqlite3.Connection) -> AggregateTotals:
-            counts = np.zeros(domain_size, dtype=np.int64)
-            for j, c in conn.execute(
+            bins = conn.execute(
                 "SELECT c.bin, SUM(c.count) FROM batch_counts c JOIN batches b "
                 "ON b.batch_id = c.batch_id WHERE b.aggregated = 1 GROUP BY c.bin"
-            ):
-                counts[int(j)] = int(c)
-            n_batches, users, messages, smallest = conn.execute(
+            ).fetchall()
+            aggregated = conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(n_users), 0), COALESCE(SUM(n_counted), 0), "
                 "MIN(n_users) FROM batches WHERE aggregated = 1"
             ).fetchone()
             (pending,) = conn.execute(
                 "SELECT COUNT(*) FROM batches WHERE aggregated = 0"
             ).fetchone()
-            return AggregateTotals(
-                counts=counts,
-                n_users=int(users),
-                n_messages=int(messages),
-                n_batches=int(n_batches),
-                smallest_batch_users=None if smallest is None else int(smallest),
-                pending_batches=int(pending),
-            )
+            return totals_from_rows(domain_size, bins, aggregated, pending)
 
         return self.db.read(run)
 
@@ -778,18 +688,12 @@ class SQLiteAnalyzerStore:
         """See :meth:`AnalyzerStore.metrics`."""
 
         def run(conn: sqlite3.Connection) -> dict[str, int]:
-            out = {str(k): int(v) for k, v in conn.execute("SELECT name, value FROM metrics")}
-            stored, users, aggregated, users_aggregated = conn.execute(
+            metric_rows = conn.execute("SELECT name, value FROM metrics").fetchall()
+            batches = conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(n_users), 0), COALESCE(SUM(aggregated), 0), "
                 "COALESCE(SUM(n_users * aggregated), 0) FROM batches"
             ).fetchone()
-            out.update(
-                batches_stored=int(stored),
-                users_stored=int(users),
-                batches_pending=int(stored) - int(aggregated),
-                users_aggregated=int(users_aggregated),
-            )
-            return out
+            return analyzer_metrics(metric_rows, batches)
 
         return self.db.read(run)
 

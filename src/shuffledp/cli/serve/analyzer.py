@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from shuffledp._validation import check_int
-from shuffledp.cli._common import checked, integer, writable
+from shuffledp.cli.serve._shared import add_server_arguments, run_server, server_settings
 
 NAME = "analyzer"
 HELP = "receive batches from the shuffler, decrypt and count them, serve the estimate"
@@ -22,17 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sqlite:///relative.db, sqlite:////absolute.db or postgresql://user@host:port/db",
     )
     parser.add_argument(
-        "--listen", default="127.0.0.1:8081", help="HOST:PORT (default 127.0.0.1:8081; port 0: any)"
-    )
-    parser.add_argument(
         "--forward-token-file", required=True, help="bearer secret the shuffler sends"
     )
-    parser.add_argument(
-        "--max-body-bytes", type=integer, default=None, help="largest batch (default 512 MiB)"
+    add_server_arguments(
+        parser, default_listen="127.0.0.1:8081", max_body_help="largest batch (default 512 MiB)"
     )
-    parser.add_argument("--port-file", default=None, help="write the bound port here")
-    parser.add_argument("--ssl-certfile", default=None, help="serve HTTPS with this certificate")
-    parser.add_argument("--ssl-keyfile", default=None, help="the certificate's private key")
     parser.set_defaults(handler=execute)
 
 
@@ -42,17 +34,14 @@ def execute(args: argparse.Namespace) -> int:
 
     require_service_extra()
     from shuffledp.service import analyzer
-    from shuffledp.service._server import configure_logging, parse_listen, serve
+    from shuffledp.service._server import configure_logging, parse_listen
     from shuffledp.service.secretfile import read_secret_file
     from shuffledp.service.store import check_store_url, open_analyzer_store
     from shuffledp.service.task import load_private_key, load_task
 
     parse_listen(args.listen)
     check_store_url(args.store)
-    max_body = analyzer.DEFAULT_MAX_BATCH_BYTES
-    if args.max_body_bytes is not None:
-        max_body = checked(check_int, args.max_body_bytes, "--max-body-bytes", minimum=1024)
-    port_file = writable(args.port_file, "--port-file")
+    max_body, port_file = server_settings(args, analyzer.DEFAULT_MAX_BATCH_BYTES)
     task = load_task(args.task)
     key = load_private_key(args.key, task)
     forward_token = read_secret_file(args.forward_token_file, "forward token")
@@ -61,11 +50,5 @@ def execute(args: argparse.Namespace) -> int:
     app = analyzer.create_analyzer_app(
         task, key, store, forward_token=forward_token, max_body_bytes=max_body
     )
-    serve(
-        app,
-        args.listen,
-        port_file=None if port_file is None else Path(port_file),
-        ssl_certfile=args.ssl_certfile,
-        ssl_keyfile=args.ssl_keyfile,
-    )
+    run_server(app, args, port_file)
     return 0

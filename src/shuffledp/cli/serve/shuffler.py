@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.cli._common import checked, integer, writable
+from shuffledp.cli._common import checked, integer
+from shuffledp.cli.serve._shared import add_server_arguments, run_server, server_settings
 
 NAME = "shuffler"
 HELP = "collect encrypted submissions, batch them once enough users wait, forward to the analyzer"
@@ -20,9 +20,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="sqlite:///relative.db, sqlite:////absolute.db or postgresql://user@host:port/db",
     )
-    parser.add_argument(
-        "--listen", default="127.0.0.1:8080", help="HOST:PORT (default 127.0.0.1:8080; port 0: any)"
-    )
     parser.add_argument("--forward", required=True, help="the analyzer's base URL")
     parser.add_argument(
         "--forward-token-file", required=True, help="bearer secret shared with the analyzer"
@@ -33,14 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="client-token key (required when the task admits one submission per client)",
     )
     parser.add_argument(
-        "--max-body-bytes", type=integer, default=None, help="largest request (default 4 MiB)"
-    )
-    parser.add_argument(
         "--max-submissions-per-request", type=integer, default=None, help="default 1000"
     )
-    parser.add_argument("--port-file", default=None, help="write the bound port here")
-    parser.add_argument("--ssl-certfile", default=None, help="serve HTTPS with this certificate")
-    parser.add_argument("--ssl-keyfile", default=None, help="the certificate's private key")
+    add_server_arguments(
+        parser, default_listen="127.0.0.1:8080", max_body_help="largest request (default 4 MiB)"
+    )
     parser.set_defaults(handler=execute)
 
 
@@ -50,7 +44,7 @@ def execute(args: argparse.Namespace) -> int:
 
     require_service_extra()
     from shuffledp.service import shuffler
-    from shuffledp.service._server import configure_logging, parse_listen, serve
+    from shuffledp.service._server import configure_logging, parse_listen
     from shuffledp.service.secretfile import read_secret_file
     from shuffledp.service.store import check_store_url, open_shuffler_store
     from shuffledp.service.task import load_task
@@ -60,15 +54,12 @@ def execute(args: argparse.Namespace) -> int:
     check_store_url(args.store)
     if not args.forward.startswith(("http://", "https://")):
         raise InvalidParameterError(f"--forward must be an http(s):// URL, got {args.forward!r}")
-    max_body = shuffler.DEFAULT_MAX_BODY_BYTES
-    if args.max_body_bytes is not None:
-        max_body = checked(check_int, args.max_body_bytes, "--max-body-bytes", minimum=1024)
+    max_body, port_file = server_settings(args, shuffler.DEFAULT_MAX_BODY_BYTES)
     max_subs = shuffler.DEFAULT_MAX_SUBMISSIONS_PER_REQUEST
     if args.max_submissions_per_request is not None:
         max_subs = checked(
             check_int, args.max_submissions_per_request, "--max-submissions-per-request", minimum=1
         )
-    port_file = writable(args.port_file, "--port-file")
     task = load_task(args.task)
     forward_token = read_secret_file(args.forward_token_file, "forward token")
     token_key = None if args.token_key_file is None else load_token_key(args.token_key_file)
@@ -87,11 +78,5 @@ def execute(args: argparse.Namespace) -> int:
         max_body_bytes=max_body,
         max_submissions_per_request=max_subs,
     )
-    serve(
-        app,
-        args.listen,
-        port_file=None if port_file is None else Path(port_file),
-        ssl_certfile=args.ssl_certfile,
-        ssl_keyfile=args.ssl_keyfile,
-    )
+    run_server(app, args, port_file)
     return 0
