@@ -12,8 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.cli._common import checked, existing_dir_or_new, fmt, integer
+from shuffledp._validation import InvalidParameterError
+from shuffledp.cli._common import existing_dir_or_new, fmt, integer
+from shuffledp.cli.experiment._shared import run_options
 
 NAME = "per-user"
 HELP = "per-user histograms: epsilon1 sweep, baselines, per-user epsilon', Thm 1 attack"
@@ -75,19 +76,7 @@ def execute(args: argparse.Namespace) -> int:
     """Run the experiment and print its summary."""
     from shuffledp.experiments.per_user import PerUserExperimentConfig, run_per_user_experiment
 
-    if not args.no_plots:
-        from shuffledp.plotting import require_matplotlib
-
-        require_matplotlib()
-    seed = checked(check_int, args.seed, "--seed", minimum=0)
-    reps = (
-        None
-        if args.repetitions is None
-        else checked(check_int, args.repetitions, "--repetitions", minimum=1)
-    )
-    workers = (
-        None if args.workers is None else checked(check_int, args.workers, "--workers", minimum=1)
-    )
+    seed, reps, workers = run_options(args)
     out_dir = _writable_dir(args.output_dir)
     config = PerUserExperimentConfig.for_data(
         args.data, quick=args.quick, seed=seed, repetitions=reps, workers=workers

@@ -6,8 +6,9 @@ import argparse
 import math
 from typing import Any
 
-from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.cli._common import checked, existing_dir_or_new, fmt, integer, number
+from shuffledp._validation import InvalidParameterError
+from shuffledp.cli._common import existing_dir_or_new, fmt, integer, number
+from shuffledp.cli.experiment._shared import run_options
 
 NAME = "segmented"
 HELP = "segmented multi-message shuffle vs baselines (Wang et al. §6)"
@@ -74,19 +75,7 @@ def execute(args: argparse.Namespace) -> int:
     """Run the experiment and print the best-m table and the verdicts."""
     from shuffledp.experiments.segmented import SegmentedExperimentConfig, run_segmented_experiment
 
-    if not args.no_plots:
-        from shuffledp.plotting import require_matplotlib
-
-        require_matplotlib()
-    seed = checked(check_int, args.seed, "--seed", minimum=0)
-    reps = (
-        None
-        if args.repetitions is None
-        else checked(check_int, args.repetitions, "--repetitions", minimum=1)
-    )
-    workers = (
-        None if args.workers is None else checked(check_int, args.workers, "--workers", minimum=1)
-    )
+    seed, reps, workers = run_options(args)
     grid = None if args.blanket_grid is None else _grid(args.blanket_grid)
     out_dir = existing_dir_or_new(args.output_dir, "--output-dir")
     try:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shuffledp import __version__
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
+from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.cli._common import checked, integer, number, writable, write_atomically
 from shuffledp.data.domains import builtin_domain, builtin_domain_names, read_domain_file
 from shuffledp.data.encoding import parse_domain
@@ -30,11 +32,21 @@ from shuffledp.schemas import schema_id
 __all__ = [
     "ReleaseContext",
     "RunInput",
+    "add_csv_arguments",
+    "add_domain_sources",
+    "add_execution_arguments",
     "add_run_options",
+    "check_distinct_paths",
+    "check_plot_format",
+    "csv_options",
+    "declared_domain",
     "finish_run",
     "load_input",
+    "output_and_plot_paths",
     "prepare_run",
     "run_to_dict",
+    "same_file",
+    "write_release",
 ]
 
 #: Image formats the plot can be written in (matplotlib's raster and vector backends).
@@ -63,20 +75,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         help="with --user-column, what to do with a user who has several rows: stop with an "
         "error (default), keep the first row, or keep one row chosen uniformly at random",
     )
-    data.add_argument(
-        "--delimiter",
-        default=None,
-        help="CSV field separator, e.g. ';' or '\\t' (default: sniffed from the header "
-        "when unambiguous, else ',')",
-    )
-    data.add_argument("--encoding", default="utf-8", help="text encoding (default: utf-8)")
-    data.add_argument(
-        "--na-values",
-        default=None,
-        help="comma-separated cell texts that mean 'missing' (default: empty cell, "
-        f"{', '.join(v for v in DEFAULT_NA_VALUES if v)}); a text that is also a domain "
-        "label counts as that label",
-    )
+    add_csv_arguments(data, na_note="a text that is also a domain label counts as that label")
     data.add_argument(
         "--drop-missing",
         action="store_true",
@@ -85,19 +84,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
     domain = parser.add_argument_group("public domain (one of these is required)")
     source = domain.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "--domain", default=None, help="comma-separated labels, in bin order (spaces trimmed)"
-    )
-    source.add_argument(
-        "--domain-file",
-        default=None,
-        help="file with one label per line, kept exactly (labels may contain commas)",
-    )
-    source.add_argument(
-        "--domain-name",
-        default=None,
-        help=f"a built-in domain: {', '.join(builtin_domain_names())}, or range:LO-HI",
-    )
+    add_domain_sources(source, domain_help="comma-separated labels, in bin order (spaces trimmed)")
     source.add_argument(
         "--unsafe-domain-from-data",
         action="store_true",
@@ -115,13 +102,71 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     privacy.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
     privacy.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
 
-    execution = parser.add_argument_group("execution and output")
-    execution.add_argument(
-        "--seed",
-        type=integer,
+    add_execution_arguments(parser)
+
+
+def add_csv_arguments(group: argparse._ArgumentGroup, *, na_note: str) -> None:
+    """Declare ``--delimiter``, ``--encoding`` and ``--na-values`` (``na_note`` ends its help)."""
+    group.add_argument(
+        "--delimiter",
         default=None,
-        help="reproducible run with a seeded (not cryptographic) shuffle; for tests only",
+        help="CSV field separator, e.g. ';' or '\\t' (default: sniffed from the header "
+        "when unambiguous, else ',')",
     )
+    group.add_argument("--encoding", default="utf-8", help="text encoding (default: utf-8)")
+    group.add_argument(
+        "--na-values",
+        default=None,
+        help="comma-separated cell texts that mean 'missing' (default: empty cell, "
+        f"{', '.join(v for v in DEFAULT_NA_VALUES if v)}); {na_note}",
+    )
+
+
+def csv_options(args: argparse.Namespace) -> tuple[str | None, tuple[str, ...]]:
+    """Return the CSV delimiter (``tab`` or a backslash-t meaning a tab) and the missing texts."""
+    na_values = DEFAULT_NA_VALUES if args.na_values is None else ("", *args.na_values.split(","))
+    delimiter = args.delimiter
+    if delimiter is not None:
+        delimiter = {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter)
+    return delimiter, na_values
+
+
+def add_domain_sources(
+    source: argparse._MutuallyExclusiveGroup, *, domain_help: str, label: str = "label"
+) -> None:
+    """Declare ``--domain``, ``--domain-file`` and ``--domain-name`` in ``source``."""
+    source.add_argument("--domain", default=None, help=domain_help)
+    source.add_argument(
+        "--domain-file",
+        default=None,
+        help=f"file with one {label} per line, kept exactly (labels may contain commas)",
+    )
+    source.add_argument(
+        "--domain-name",
+        default=None,
+        help=f"a built-in domain: {', '.join(builtin_domain_names())}, or range:LO-HI",
+    )
+
+
+def declared_domain(args: argparse.Namespace, undeclared: str) -> tuple[list[str] | None, str]:
+    """Return the domain the options declare and its source (``None``, ``undeclared`` if none)."""
+    if args.domain is not None:
+        return parse_domain(args.domain), "declared"
+    if args.domain_file is not None:
+        return read_domain_file(args.domain_file, encoding=args.encoding), "file"
+    if args.domain_name is not None:
+        return builtin_domain(args.domain_name), f"builtin:{args.domain_name}"
+    return None, undeclared
+
+
+def add_execution_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    seed_help: str = "reproducible run with a seeded (not cryptographic) shuffle; for tests only",
+) -> None:
+    """Declare the "execution and output" group: --seed, --path, --output, --plot, --quiet."""
+    execution = parser.add_argument_group("execution and output")
+    execution.add_argument("--seed", type=integer, default=None, help=seed_help)
     execution.add_argument(
         "--path",
         choices=("message", "count"),
@@ -142,7 +187,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name the same file (existing or not)."""
     try:
         if a.exists() and b.exists():
             return a.samefile(b)
@@ -151,16 +197,51 @@ def _same_file(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve()
 
 
-def _check_plot_path(plot: Path) -> None:
+def check_distinct_paths(source: Path, named: Sequence[tuple[str, Path | None]]) -> None:
+    """Refuse an output path that is the input ``source``, or two outputs that are one file.
+
+    ``named`` holds two ``(flag, path)`` pairs; a ``None`` path is not given.
+    """
+    for flag, path in named:
+        if path is not None and same_file(path, source):
+            raise InvalidParameterError(
+                f"{flag} {str(path)!r} is the input file; refusing to overwrite it"
+            )
+    (flag_a, a), (flag_b, b) = named
+    if a is not None and b is not None and same_file(a, b):
+        raise InvalidParameterError(f"{flag_a} and {flag_b} are the same file {str(a)!r}")
+
+
+def check_plot_format(plot: Path, *, name_missing_extension: bool = True) -> None:
+    """Check that ``plot`` names an image format (a missing extension said apart, or not)."""
     suffix = plot.suffix.lower()
-    if not suffix:
+    if not suffix and name_missing_extension:
         raise InvalidParameterError(
             f"--plot: {str(plot)!r} has no extension; name the format, e.g. {plot.name}.png"
         )
     if suffix not in PLOT_FORMATS:
         raise InvalidParameterError(
-            f"--plot: unsupported image format {suffix!r}; use one of {', '.join(PLOT_FORMATS)}"
+            f"--plot: unsupported image format {suffix or '(none)'!r}; use one of "
+            f"{', '.join(PLOT_FORMATS)}"
         )
+
+
+def output_and_plot_paths(
+    args: argparse.Namespace, *, name_missing_extension: bool = True
+) -> tuple[Path | None, Path | None]:
+    """Check ``--output`` and ``--plot`` against ``--input`` and each other; return them.
+
+    With a plot, its format is checked and matplotlib must be installed.
+    """
+    output = writable(args.output, "--output")
+    plot = writable(args.plot, "--plot")
+    check_distinct_paths(Path(args.input), [("--output", output), ("--plot", plot)])
+    if plot is not None:
+        check_plot_format(plot, name_missing_extension=name_missing_extension)
+        from shuffledp.plotting import require_matplotlib
+
+        require_matplotlib()
+    return output, plot
 
 
 def prepare_run(args: argparse.Namespace) -> tuple[float, float, Path | None, Path | None]:
@@ -172,22 +253,7 @@ def prepare_run(args: argparse.Namespace) -> tuple[float, float, Path | None, Pa
     delta = checked(check_delta, args.delta, "--delta")
     if args.seed is not None:
         checked(check_int, args.seed, "--seed")
-    output = writable(args.output, "--output")
-    plot = writable(args.plot, "--plot")
-    source = Path(args.input)
-    named = [("--output", output), ("--plot", plot)]
-    for flag, path in named:
-        if path is not None and _same_file(path, source):
-            raise InvalidParameterError(
-                f"{flag} {str(path)!r} is the input file; refusing to overwrite it"
-            )
-    if output is not None and plot is not None and _same_file(output, plot):
-        raise InvalidParameterError(f"--output and --plot are the same file {str(output)!r}")
-    if plot is not None:
-        _check_plot_path(plot)
-        from shuffledp.plotting import require_matplotlib
-
-        require_matplotlib()
+    output, plot = output_and_plot_paths(args)
     if args.other is not None and args.unsafe_domain_from_data:
         raise InvalidParameterError(
             "--other needs a declared domain: with --unsafe-domain-from-data no value is outside it"
@@ -251,23 +317,10 @@ class ReleaseContext:
     release_notes: tuple[str, ...] = ()
 
 
-def _declared_domain(args: argparse.Namespace) -> tuple[list[str] | None, str]:
-    if args.domain is not None:
-        return parse_domain(args.domain), "declared"
-    if args.domain_file is not None:
-        return read_domain_file(args.domain_file, encoding=args.encoding), "file"
-    if args.domain_name is not None:
-        return builtin_domain(args.domain_name), f"builtin:{args.domain_name}"
-    return None, "inferred-from-data"
-
-
 def load_input(args: argparse.Namespace) -> RunInput:
     """Read and encode the input column over the public domain."""
-    domain, domain_source = _declared_domain(args)
-    na_values = DEFAULT_NA_VALUES if args.na_values is None else ("", *args.na_values.split(","))
-    delimiter = args.delimiter
-    if delimiter is not None:
-        delimiter = {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter)
+    domain, domain_source = declared_domain(args, "inferred-from-data")
+    delimiter, na_values = csv_options(args)
     loaded = load_values(
         args.input,
         args.column,
@@ -393,10 +446,29 @@ def finish_run(
         "column": args.column,
         "user_column": args.user_column,
     }
+    destination = write_release(result, run.estimate, output, plot, title)
+    if not args.quiet:
+        for line in _summary(result, data, destination):
+            print(line, file=sys.stderr)
+    return 0
+
+
+def write_release(
+    result: dict[str, Any],
+    estimate: HistogramEstimate,
+    output: Path | None,
+    plot: Path | None,
+    title: str,
+) -> str:
+    """Plot ``estimate`` (if asked), then write ``result`` as JSON; return where it went.
+
+    The JSON goes to ``output`` (atomically) or to stdout; nothing is written
+    before the plot succeeds.
+    """
     if plot is not None:
         from shuffledp.plotting import plot_histogram_estimate
 
-        plot_histogram_estimate(run.estimate, plot, title=title)
+        plot_histogram_estimate(estimate, plot, title=title)
     text = json.dumps(result, indent=2) + "\n"
     if output is None:
         sys.stdout.write(text)
@@ -406,7 +478,4 @@ def finish_run(
         destination = str(output)
     if plot is not None:
         destination += f", plot {plot}"
-    if not args.quiet:
-        for line in _summary(result, data, destination):
-            print(line, file=sys.stderr)
-    return 0
+    return destination

@@ -27,16 +27,17 @@ NAME = "flip"
 HELP = "FLIP: bit flipping plus fake users"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare ``run flip``'s options."""
-    add_run_options(parser)
+def add_flip_arguments(parser: argparse.ArgumentParser, *, fake_users_note: str = "") -> None:
+    """Declare the "FLIP" group (``--fake-users``, ``--calibration``) of ``run`` and ``simulate``.
+
+    ``fake_users_note`` follows the default in ``--fake-users``'s help.
+    """
     flip = parser.add_argument_group("FLIP")
     flip.add_argument(
         "--fake-users",
         type=integer,
         default=None,
-        help=f"fake users k per real user (default {DEFAULT_FAKE_USERS}; the paper "
-        "calibration may need more and says so)",
+        help=f"fake users k per real user (default {DEFAULT_FAKE_USERS}{fake_users_note})",
     )
     flip.add_argument(
         "--calibration",
@@ -44,6 +45,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="exact",
         help="exact: smallest q the exact accountant certifies (default); paper: Claim III.1",
     )
+
+
+def fake_users_option(args: argparse.Namespace) -> int | None:
+    """Return the checked ``--fake-users`` (``None``: the default)."""
+    return None if args.fake_users is None else checked(check_int, args.fake_users, "--fake-users")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``run flip``'s options."""
+    add_run_options(parser)
+    add_flip_arguments(parser, fake_users_note="; the paper calibration may need more and says so")
     parser.set_defaults(handler=execute)
 
 
@@ -70,7 +82,7 @@ def flip_run_to_dict(
 def execute(args: argparse.Namespace) -> int:
     """Run FLIP on the input column."""
     epsilon, delta, output, plot = prepare_run(args)
-    fake = None if args.fake_users is None else checked(check_int, args.fake_users, "--fake-users")
+    fake = fake_users_option(args)
     data = load_input(args)
     protocol = FlipProtocol.calibrated(
         data.n, data.loaded.domain, epsilon, delta, fake_users=fake, calibration=args.calibration

@@ -20,9 +20,8 @@ NAME = "krr"
 HELP = "k-randomized response, one message per user"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare ``run krr``'s options."""
-    add_run_options(parser)
+def add_krr_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the "k-RR" group (``--epsilon0``, ``--estimator``) of ``run`` and ``simulate``."""
     krr = parser.add_argument_group("k-RR")
     krr.add_argument(
         "--epsilon0",
@@ -36,15 +35,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="inversion",
         help="inversion: unbiased, with standard errors (default); raw; clip; simplex",
     )
+
+
+def epsilon0_option(args: argparse.Namespace) -> float | None:
+    """Return the checked ``--epsilon0`` (``None``: the largest the target allows)."""
+    epsilon0: float | None = args.epsilon0
+    if epsilon0 is not None:
+        epsilon0 = checked(check_epsilon, epsilon0, "--epsilon0")
+    return epsilon0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``run krr``'s options."""
+    add_run_options(parser)
+    add_krr_arguments(parser)
     parser.set_defaults(handler=execute)
 
 
 def execute(args: argparse.Namespace) -> int:
     """Run k-RR on the input column."""
     epsilon, delta, output, plot = prepare_run(args)
-    epsilon0 = args.epsilon0
-    if epsilon0 is not None:
-        epsilon0 = checked(check_epsilon, epsilon0, "--epsilon0")
+    epsilon0 = epsilon0_option(args)
     data = load_input(args)
     protocol = KRRProtocol.calibrated(
         data.n, data.loaded.domain, epsilon, delta, epsilon0=epsilon0, estimator=args.estimator

@@ -27,13 +27,13 @@ from shuffledp import __version__
 from shuffledp._optional import require
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
 from shuffledp.cli._common import checked, integer, number, writable, write_atomically
-from shuffledp.data.domains import (
-    builtin_domain,
-    builtin_domain_names,
-    parse_domain,
-    read_domain_file,
+from shuffledp.cli.run._shared import (
+    add_csv_arguments,
+    add_domain_sources,
+    check_distinct_paths,
+    csv_options,
+    declared_domain,
 )
-from shuffledp.data.encoding import DEFAULT_NA_VALUES
 from shuffledp.data.per_user import (
     LoadedHistograms,
     load_long_histograms,
@@ -86,38 +86,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="long layout: column holding the count, a non-negative integer (default: "
         "every row counts 1); rows repeating a user and class add up",
     )
-    data.add_argument(
-        "--delimiter",
-        default=None,
-        help="CSV field separator, e.g. ';' or '\\t' (default: sniffed from the header "
-        "when unambiguous, else ',')",
-    )
-    data.add_argument("--encoding", default="utf-8", help="text encoding (default: utf-8)")
-    data.add_argument(
-        "--na-values",
-        default=None,
-        help="comma-separated cell texts that mean 'missing' (default: empty cell, "
-        f"{', '.join(v for v in DEFAULT_NA_VALUES if v)}); a missing user, class or count "
-        "is an error",
-    )
+    add_csv_arguments(data, na_note="a missing user, class or count is an error")
 
     domain = parser.add_argument_group(
         "public classes (one is required in the long layout; with --wide the class columns "
         "are checked against it)"
     )
     source = domain.add_mutually_exclusive_group()
-    source.add_argument(
-        "--domain", default=None, help="comma-separated class labels, in output order"
-    )
-    source.add_argument(
-        "--domain-file",
-        default=None,
-        help="file with one class label per line, kept exactly (labels may contain commas)",
-    )
-    source.add_argument(
-        "--domain-name",
-        default=None,
-        help=f"a built-in domain: {', '.join(builtin_domain_names())}, or range:LO-HI",
+    add_domain_sources(
+        source, domain_help="comma-separated class labels, in output order", label="class label"
     )
 
     privacy = parser.add_argument_group("privacy (Alg. 1)")
@@ -224,15 +201,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=execute)
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        if a.exists() and b.exists():
-            return a.samefile(b)
-    except OSError:
-        pass
-    return a.resolve() == b.resolve()
-
-
 def _check_paths(args: argparse.Namespace) -> tuple[Path, Path | None]:
     output = writable(args.output, "--output")
     report = writable(args.report, "--report")
@@ -245,14 +213,7 @@ def _check_paths(args: argparse.Namespace) -> tuple[Path, Path | None]:
         )
     if suffix != ".csv":
         require("pyarrow.parquet", extra="parquet")
-    source = Path(args.input)
-    for flag, path in (("--output", output), ("--report", report)):
-        if path is not None and _same_file(path, source):
-            raise InvalidParameterError(
-                f"{flag} {str(path)!r} is the input file; refusing to overwrite it"
-            )
-    if report is not None and _same_file(report, output):
-        raise InvalidParameterError(f"--output and --report are the same file {str(output)!r}")
+    check_distinct_paths(Path(args.input), [("--output", output), ("--report", report)])
     return output, report
 
 
@@ -285,16 +246,6 @@ def _check_layout(args: argparse.Namespace) -> None:
         raise InvalidParameterError(
             "the long layout needs the public classes: --domain, --domain-file or --domain-name"
         )
-
-
-def _domain(args: argparse.Namespace) -> tuple[list[str] | None, str]:
-    if args.domain is not None:
-        return parse_domain(args.domain), "declared"
-    if args.domain_file is not None:
-        return read_domain_file(args.domain_file, encoding=args.encoding), "file"
-    if args.domain_name is not None:
-        return builtin_domain(args.domain_name), f"builtin:{args.domain_name}"
-    return None, "header"
 
 
 def _protocol(args: argparse.Namespace) -> PerUserHistograms:
@@ -343,11 +294,8 @@ def _protocol(args: argparse.Namespace) -> PerUserHistograms:
 
 
 def _load(args: argparse.Namespace) -> LoadedHistograms:
-    domain, domain_source = _domain(args)
-    na_values = DEFAULT_NA_VALUES if args.na_values is None else ("", *args.na_values.split(","))
-    delimiter = args.delimiter
-    if delimiter is not None:
-        delimiter = {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter)
+    domain, domain_source = declared_domain(args, "header")
+    delimiter, na_values = csv_options(args)
     if args.wide:
         return load_wide_histograms(
             args.input,

@@ -9,10 +9,8 @@ pooled estimator. The JSON holds one privacy object per level.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
 from shuffledp import __version__
@@ -23,15 +21,16 @@ from shuffledp._validation import (
     check_int,
 )
 from shuffledp.accounting.segmented import DEFAULT_BLANKET_GRID, VARIANTS
-from shuffledp.cli._common import checked, integer, number, writable, write_atomically
-from shuffledp.cli.run._shared import PLOT_FORMATS
-from shuffledp.data.domains import (
-    builtin_domain,
-    builtin_domain_names,
-    parse_domain,
-    read_domain_file,
+from shuffledp.cli._common import checked, integer, number
+from shuffledp.cli.run._shared import (
+    add_csv_arguments,
+    add_domain_sources,
+    add_execution_arguments,
+    csv_options,
+    declared_domain,
+    output_and_plot_paths,
+    write_release,
 )
-from shuffledp.data.encoding import DEFAULT_NA_VALUES
 from shuffledp.data.sets import LoadedSets, check_levels_list, load_sets
 from shuffledp.protocols.segmented import (
     LEVEL_COUNT_MODES,
@@ -103,35 +102,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="column holding the user's privacy level (one of --levels, the same on every row "
         "of the user)",
     )
-    data.add_argument(
-        "--delimiter",
-        default=None,
-        help="CSV field separator, e.g. ';' or '\\t' (default: sniffed from the header "
-        "when unambiguous, else ',')",
-    )
-    data.add_argument("--encoding", default="utf-8", help="text encoding (default: utf-8)")
-    data.add_argument(
-        "--na-values",
-        default=None,
-        help="comma-separated cell texts that mean 'missing' (default: empty cell, "
-        f"{', '.join(v for v in DEFAULT_NA_VALUES if v)}); a missing user, item or level "
-        "is an error",
-    )
+    add_csv_arguments(data, na_note="a missing user, item or level is an error")
 
     domain = parser.add_argument_group("public item domain (one of these is required)")
     source = domain.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "--domain", default=None, help="comma-separated item labels, in order (spaces trimmed)"
-    )
-    source.add_argument(
-        "--domain-file",
-        default=None,
-        help="file with one item label per line, kept exactly (labels may contain commas)",
-    )
-    source.add_argument(
-        "--domain-name",
-        default=None,
-        help=f"a built-in domain: {', '.join(builtin_domain_names())}, or range:LO-HI",
+    add_domain_sources(
+        source,
+        domain_help="comma-separated item labels, in order (spaces trimmed)",
+        label="item label",
     )
     domain.add_argument(
         "--other",
@@ -193,74 +171,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--level-delta", type=number, default=None, help="delta of the DP level counts"
     )
 
-    execution = parser.add_argument_group("execution and output")
-    execution.add_argument(
-        "--seed",
-        type=integer,
-        default=None,
-        help="reproducible run (set samples, randomizers and a seeded, not cryptographic, "
+    add_execution_arguments(
+        parser,
+        seed_help="reproducible run (set samples, randomizers and a seeded, not cryptographic, "
         "shuffle); for tests only",
     )
-    execution.add_argument(
-        "--path",
-        choices=("message", "count"),
-        default="message",
-        help="message: real messages and a real shuffle (default); count: draw the "
-        "analyzer's counts directly (same distribution, faster)",
-    )
-    execution.add_argument(
-        "--output", default=None, help="write the JSON result here (default: stdout)"
-    )
-    execution.add_argument(
-        "--plot",
-        default=None,
-        help=f"write a bar chart with 95%% error bars ({', '.join(PLOT_FORMATS[:3])}, ...)",
-    )
-    execution.add_argument(
-        "--quiet", action="store_true", help="print no summary on stderr (errors still are)"
-    )
     parser.set_defaults(handler=execute)
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        if a.exists() and b.exists():
-            return a.samefile(b)
-    except OSError:
-        pass
-    return a.resolve() == b.resolve()
-
-
-def _check_paths(args: argparse.Namespace) -> tuple[Path | None, Path | None]:
-    output = writable(args.output, "--output")
-    plot = writable(args.plot, "--plot")
-    source = Path(args.input)
-    for flag, path in (("--output", output), ("--plot", plot)):
-        if path is not None and _same_file(path, source):
-            raise InvalidParameterError(
-                f"{flag} {str(path)!r} is the input file; refusing to overwrite it"
-            )
-    if output is not None and plot is not None and _same_file(output, plot):
-        raise InvalidParameterError(f"--output and --plot are the same file {str(output)!r}")
-    if plot is not None:
-        suffix = plot.suffix.lower()
-        if suffix not in PLOT_FORMATS:
-            raise InvalidParameterError(
-                f"--plot: unsupported image format {suffix or '(none)'!r}; use one of "
-                f"{', '.join(PLOT_FORMATS)}"
-            )
-        from shuffledp.plotting import require_matplotlib
-
-        require_matplotlib()
-    return output, plot
-
-
-def _domain(args: argparse.Namespace) -> tuple[list[str], str]:
-    if args.domain is not None:
-        return parse_domain(args.domain), "declared"
-    if args.domain_file is not None:
-        return read_domain_file(args.domain_file, encoding=args.encoding), "file"
-    return builtin_domain(args.domain_name), f"builtin:{args.domain_name}"
 
 
 def _level_options(args: argparse.Namespace) -> tuple[float | None, float | None]:
@@ -390,12 +306,10 @@ def execute(args: argparse.Namespace) -> int:
         )
     if args.seed is not None:
         checked(check_int, args.seed, "--seed")
-    output, plot = _check_paths(args)
-    domain, domain_source = _domain(args)
-    na_values = DEFAULT_NA_VALUES if args.na_values is None else ("", *args.na_values.split(","))
-    delimiter = args.delimiter
-    if delimiter is not None:
-        delimiter = {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter)
+    output, plot = output_and_plot_paths(args, name_missing_extension=False)
+    domain, domain_source = declared_domain(args, "declared")
+    assert domain is not None  # one of the domain options is required
+    delimiter, na_values = csv_options(args)
     data = load_sets(
         args.input,
         user_column=args.user_column,
@@ -448,23 +362,11 @@ def execute(args: argparse.Namespace) -> int:
         "item_column": args.item_column,
         "level_column": args.level_column,
     }
-    if plot is not None:
-        from shuffledp.plotting import plot_histogram_estimate
-
-        title = (
-            f"segmented estimate of {args.item_column!r} (n={run.n}, levels "
-            f"{','.join(f'{x:g}' for x in levels)}, m={run.parameters.blanket_rate:.3g})"
-        )
-        plot_histogram_estimate(run.estimate, plot, title=title)
-    text = json.dumps(result, indent=2) + "\n"
-    if output is None:
-        sys.stdout.write(text)
-        destination = "stdout"
-    else:
-        write_atomically(output, text)
-        destination = str(output)
-    if plot is not None:
-        destination += f", plot {plot}"
+    title = (
+        f"segmented estimate of {args.item_column!r} (n={run.n}, levels "
+        f"{','.join(f'{x:g}' for x in levels)}, m={run.parameters.blanket_rate:.3g})"
+    )
+    destination = write_release(result, run.estimate, output, plot, title)
     if not args.quiet:
         chosen = [note for note in extra if "on your behalf" in note]
         for line in _summary(result, data, destination, chosen):

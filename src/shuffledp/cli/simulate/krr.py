@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from shuffledp._validation import check_epsilon
-from shuffledp.analyzers.krr_estimators import ESTIMATORS
-from shuffledp.cli._common import checked, number
 from shuffledp.cli.run._shared import ReleaseContext, run_to_dict
+from shuffledp.cli.run.krr import add_krr_arguments, epsilon0_option
 from shuffledp.cli.simulate._shared import (
     add_simulate_options,
     prepare_simulation,
@@ -24,28 +22,14 @@ HELP = "k-randomized response, one message per user"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``simulate krr``'s options."""
     add_simulate_options(parser)
-    krr = parser.add_argument_group("k-RR")
-    krr.add_argument(
-        "--epsilon0",
-        type=number,
-        default=None,
-        help="local epsilon of each report (default: the largest the target allows)",
-    )
-    krr.add_argument(
-        "--estimator",
-        choices=ESTIMATORS,
-        default="inversion",
-        help="inversion: unbiased, with standard errors (default); raw; clip; simplex",
-    )
+    add_krr_arguments(parser)
     parser.set_defaults(handler=execute)
 
 
 def execute(args: argparse.Namespace) -> int:
     """Calibrate k-RR for n users and simulate it (Def. 5 and App. B of the k-RR paper)."""
     setup = prepare_simulation(args)
-    epsilon0 = args.epsilon0
-    if epsilon0 is not None:
-        epsilon0 = checked(check_epsilon, epsilon0, "--epsilon0")
+    epsilon0 = epsilon0_option(args)
     protocol = KRRProtocol.calibrated(
         setup.n,
         setup.domain,
