@@ -223,9 +223,11 @@ def test_thm3_bound_holds(synthetic: dict[str, Any]) -> None:
     # For t the groups are independent of T's noise: the expectation version holds on average.
     t = rows["t"]
     assert float(t["shuffle_averaged_l1_mean"]) <= float(t["bound_expectation_mean"])
-    # Proven calibration: d * (c/epsilon2) * log(n/delta) for the released T.
+    # The default scale 2c/epsilon2 (moved-items): d * (2c/epsilon2) * log(n/delta) for T.
+    assert t["neighbouring"] == "moved-items"
     eps2 = float(t["epsilon2"])
-    assert float(t["noise_term_printed"]) == pytest.approx(20 * 0.1 / eps2 * math.log(2000 / 1e-6))
+    expected = 20 * 2 * 0.1 / eps2 * math.log(2000 / 1e-6)
+    assert float(t["noise_term_printed"]) == pytest.approx(expected)
 
 
 # -- movielens ---------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from shuffledp.accounting.per_user import (
 
 
 def _neighbour_pairs(rng: np.random.Generator, d: int, total: int, c: float, trials: int):
-    """Random c-neighbouring count histograms (Def. 1): same total, L1 change ≤ ⌊c·total⌋."""
+    """Random c-neighbours under Def. 1's L1 reading: same total, L1 change ≤ ⌊c·total⌋."""
     budget = math.floor(c * total)
     for _ in range(trials):
         h = rng.multinomial(total, rng.dirichlet(np.ones(d)))
@@ -36,8 +36,11 @@ def _neighbour_pairs(rng: np.random.Generator, d: int, total: int, c: float, tri
         yield h, h2
 
 
-def test_normalized_sensitivity_is_c_not_2c() -> None:
-    """Def. 1 neighbours are within c of each other after normalization (so Lap(c/ε) is ε-hLDP)."""
+def test_normalized_sensitivity_under_the_l1_reading_is_c() -> None:
+    """L1-reading neighbours are within c after normalization (Lap(c/ε) is ε-hLDP for them).
+
+    The moved-items reading (2c) is checked by brute force in test_per_user_neighbouring.
+    """
     rng = np.random.default_rng(3)
     worst = 0.0
     for c in (0.05, 0.3, 1.0):
@@ -57,6 +60,13 @@ def test_release_guarantee_is_pure_epsilon_for_every_variant() -> None:
     assert report.guarantee.epsilon == 1.5
     assert report.guarantee.delta == 0.0
     assert report.parameters["epsilon2"] == pytest.approx(1.0)
+    assert report.parameters["neighbouring"] == "moved-items"
+    assert "moving at most floor(0.25*s) of its items" in report.neighbouring
+    l1 = release_guarantee(1.5, 0.5, 0.25, 100, neighbouring="l1-distance")
+    assert "||H - H'||_1 <= floor(0.25*s)" in l1.neighbouring
+    assert l1.neighbouring != report.neighbouring  # reports of the two never compose silently
+    with pytest.raises(InvalidParameterError, match="neighbouring must be one of"):
+        release_guarantee(1.5, 0.5, 0.25, 100, neighbouring="paper")  # type: ignore[arg-type]
     for bad in ({"epsilon1": 1.5}, {"epsilon1": 2.0}, {"c": 0.0}, {"c": 1.5}):
         kwargs = {"epsilon": 1.5, "epsilon1": 0.5, "c": 0.25, "n": 100} | bad
         with pytest.raises(InvalidParameterError):
@@ -76,13 +86,27 @@ def _one_group_case() -> tuple[np.ndarray, np.ndarray]:
     return histograms, groups
 
 
-def test_one_users_epsilon_prime_recomputed_over_every_subset() -> None:
+@pytest.mark.parametrize("neighbouring, sensitivity", [("moved-items", 2.0), ("l1-distance", 1.0)])
+def test_one_users_epsilon_prime_recomputed_over_every_subset(
+    neighbouring: str, sensitivity: float
+) -> None:
     histograms, groups = _one_group_case()
     epsilon, epsilon1, c, delta = 0.9, 0.4, 1.0, 1e-3
     epsilon2 = epsilon - epsilon1
     result = per_user_epsilons(
-        histograms, groups, epsilon=epsilon, epsilon1=epsilon1, c=c, delta=delta, users=[0]
+        histograms,
+        groups,
+        epsilon=epsilon,
+        epsilon1=epsilon1,
+        c=c,
+        delta=delta,
+        neighbouring=neighbouring,  # type: ignore[arg-type]
+        users=[0],
     )
+    # The victim's two normalized histograms are up to delta_l1 apart in L1 (2c when up to
+    # floor(c s) items move, c when ||H - H'||_1 <= floor(c s)); T's scale is delta_l1 / epsilon2.
+    delta_l1 = sensitivity * c
+    scale_t = delta_l1 / epsilon2
 
     members = np.flatnonzero(groups == groups[0])
     others = [int(u) for u in members if u != 0]
@@ -102,12 +126,12 @@ def test_one_users_epsilon_prime_recomputed_over_every_subset() -> None:
     for size in range(1, len(others) + 1):
         for subset in itertools.combinations(others, size):
             radius = max(float(np.abs(histograms[u] - histograms[0]).sum()) for u in subset)
-            e0 = (radius + c) / (c / epsilon2)
+            e0 = (radius + delta_l1) / scale_t
             brute = min(brute, amplified(e0, size + 1))
     brute_up = min(
         [epsilon2]
         + [
-            amplified(round((max(r[:k]) + c) / (c / epsilon2) * 1.03, 12), k + 1)
+            amplified(round((max(r[:k]) + delta_l1) / scale_t * 1.03, 12), k + 1)
             for r in [sorted(float(np.abs(histograms[u] - histograms[0]).sum()) for u in others)]
             for k in range(1, len(others) + 1)
         ]

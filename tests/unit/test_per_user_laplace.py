@@ -17,17 +17,21 @@ from shuffledp.randomizers.laplace import (
 )
 
 
-def test_scale_is_c_over_epsilon_and_paper_doubles_it():
-    assert laplace_scale(2.0, 0.1) == pytest.approx(0.05)
-    assert laplace_scale(2.0, 0.1, "paper") == pytest.approx(0.1)
-    with pytest.raises(InvalidParameterError, match="calibration"):
-        laplace_scale(2.0, 0.1, "loose")
+def test_scale_is_2c_over_epsilon_by_default_and_c_over_epsilon_for_l1_distance():
+    assert laplace_scale(2.0, 0.1) == pytest.approx(0.1)  # Alg. 1's 2c/epsilon
+    assert laplace_scale(2.0, 0.1, "moved-items") == pytest.approx(0.1)
+    assert laplace_scale(2.0, 0.1, "l1-distance") == pytest.approx(0.05)
+    assert HistogramLaplaceRandomizer(2.0, 0.1).scale == pytest.approx(0.1)
+    with pytest.raises(InvalidParameterError, match="neighbouring must be one of moved-items"):
+        laplace_scale(2.0, 0.1, "paper")
+    with pytest.raises(InvalidParameterError, match=r"got 'proven'"):
+        HistogramLaplaceRandomizer(2.0, 0.1, neighbouring="proven")
 
 
-@pytest.mark.parametrize("calibration, factor", [("proven", 1.0), ("paper", 2.0)])
-def test_empirical_scale_matches(calibration, factor):
+@pytest.mark.parametrize("neighbouring, factor", [("l1-distance", 1.0), ("moved-items", 2.0)])
+def test_empirical_scale_matches(neighbouring, factor):
     eps, c = 1.5, 0.2
-    randomizer = HistogramLaplaceRandomizer(eps, c, calibration=calibration)
+    randomizer = HistogramLaplaceRandomizer(eps, c, neighbouring=neighbouring)
     base = np.full((50_000, 4), 0.25)
     noise = randomizer.randomize(base, seed=11) - base
     b = factor * c / eps
@@ -58,7 +62,7 @@ def test_normalized_sensitivity_is_at_most_c():
 def test_density_ratio_bounded_by_e_epsilon():
     # The Laplace density ratio at any output is at most exp(||x - x'||_1 / b).
     eps, c = 1.0, 0.25
-    b = laplace_scale(eps, c)
+    b = laplace_scale(eps, c, "l1-distance")
     x = np.array([0.5, 0.25, 0.25, 0.0])
     x2 = np.array([0.375, 0.25, 0.25, 0.125])  # L1 distance exactly c
     y = np.random.default_rng(1).normal(0, 1, size=(10_000, 4))
@@ -87,6 +91,7 @@ def test_empirical_variance_of_copies_matches_theory(weighting):
     eps, eps1, c = 3.0, 0.8, 0.1
     v = copy_variances(eps, eps1, c, weighting=weighting)
     b1, b2 = laplace_scale(eps1, c), laplace_scale(eps - eps1, c)
+    assert b1 == pytest.approx(2 * c / eps1)
     a = v.weight
     n = 400_000
     rng = np.random.default_rng(2024)
@@ -109,8 +114,10 @@ def test_min_variance_beats_printed_unless_budgets_are_equal():
         best = copy_variances(3.0, eps1, 0.1)
         printed = copy_variances(3.0, eps1, 0.1, weighting="printed")
         assert best.r < printed.r
-        # The minimum is 2 c^2 / (eps1^2 + eps2^2) under the proven calibration.
-        assert best.r == pytest.approx(2 * 0.01 / (eps1**2 + (3.0 - eps1) ** 2))
+        # The minimum is 2 Delta^2 / (eps1^2 + eps2^2): Delta = 2c by default, c for L1.
+        assert best.r == pytest.approx(2 * 0.04 / (eps1**2 + (3.0 - eps1) ** 2))
+        l1 = copy_variances(3.0, eps1, 0.1, neighbouring="l1-distance")
+        assert l1.r == pytest.approx(2 * 0.01 / (eps1**2 + (3.0 - eps1) ** 2))
         assert best.r < min(best.w, best.t)
     equal = copy_variances(3.0, 1.5, 0.1)
     assert equal.r == pytest.approx(copy_variances(3.0, 1.5, 0.1, weighting="printed").r)

@@ -40,20 +40,20 @@ def test_copies_and_weights(users):
     a = run.analysis
     assert a.weight == pytest.approx(1 / 10)  # eps1^2 / (eps1^2 + eps2^2) = 1 / (1 + 9)
     np.testing.assert_allclose(a.r, a.weight * a.w + (1 - a.weight) * a.t)
-    # Noise scales: c / eps1 on W and c / (eps - eps1) on T.
-    assert np.abs(a.w - a.normalized).mean() == pytest.approx(0.1, rel=0.05)
-    assert np.abs(a.t - a.normalized).mean() == pytest.approx(0.1 / 3, rel=0.05)
-    paper = PerUserHistograms(4.0, 1.0, 0.1, calibration="paper", clusters=4).run(
+    # Noise scales (E|Lap(b)| = b): 2c / eps1 on W and 2c / (eps - eps1) on T by default.
+    assert np.abs(a.w - a.normalized).mean() == pytest.approx(0.2, rel=0.05)
+    assert np.abs(a.t - a.normalized).mean() == pytest.approx(0.2 / 3, rel=0.05)
+    l1 = PerUserHistograms(4.0, 1.0, 0.1, neighbouring="l1-distance", clusters=4).run(
         users.counts, seed=4
     )
-    assert np.abs(paper.analysis.w - a.normalized).mean() == pytest.approx(0.2, rel=0.05)
+    assert np.abs(l1.analysis.w - a.normalized).mean() == pytest.approx(0.1, rel=0.05)
 
 
 def test_single_copy_variant_clusters_and_releases_the_same_copy(users):
     run = _protocol("single").run(users.counts, seed=5)
     a = run.analysis
     assert a.w is a.t is a.r and a.released_copy == "z" and a.weight is None
-    assert np.abs(a.w - a.normalized).mean() == pytest.approx(0.1 / 4, rel=0.05)
+    assert np.abs(a.w - a.normalized).mean() == pytest.approx(0.2 / 4, rel=0.05)
     assert run.report.parameters["copies"] == 1
 
 
@@ -74,10 +74,12 @@ def test_baselines(users):
 
 
 def test_clustering_keeps_utility_close_to_the_oracle(users):
-    # Well-separated clusters: k-means on W finds the true groups, so "t" ~ "oracle".
+    # Well-separated clusters and W's noise Lap(2c/epsilon1) = Lap(0.1): k-means on W finds
+    # the true groups, so "t" ~ "oracle".
     err = {}
     for release in ("t", "oracle", "uniform-shuffle"):
-        run = _protocol(release).run(users.counts, seed=7, true_labels=users.labels)
+        protocol = PerUserHistograms(8.0, 2.0, 0.1, release=release, clusters=4)
+        run = protocol.run(users.counts, seed=7, true_labels=users.labels)
         err[release] = np.abs(run.estimates - users.normalized).sum(axis=1).mean()
     assert err["t"] < 1.2 * err["oracle"] < err["uniform-shuffle"]
 
@@ -115,11 +117,21 @@ def test_report_states_the_worst_case_guarantee_only(users, release):
     assert other.report.to_dict() == report.to_dict()
 
 
-def test_paper_calibration_says_it_doubles_the_noise(users):
-    report = PerUserHistograms(2.0, 0.5, 0.1, calibration="paper", clusters=4).privacy_report(10)
+def test_report_states_the_neighbouring_relation_in_words(users):
+    report = PerUserHistograms(2.0, 0.5, 0.1, clusters=4).privacy_report(10)
     assert report.epsilon == 2.0
-    assert "twice the noise" in report.notes
-    assert report.parameters["laplace_scale_w"] == pytest.approx(0.4)
+    assert report.parameters["neighbouring"] == "moved-items"
+    assert report.parameters["laplace_scale_w"] == pytest.approx(0.4)  # 2c / epsilon1
+    assert report.parameters["l1_sensitivity"] == pytest.approx(0.2)
+    assert "moving at most floor(0.1*s) of its items" in report.neighbouring
+    assert "includes every H' with ||H - H'||_1 <= floor(0.1*s)" in report.neighbouring
+    assert any("moving at most floor(0.1*s)" in a for a in report.assumptions)
+    l1 = PerUserHistograms(2.0, 0.5, 0.1, neighbouring="l1-distance", clusters=4)
+    l1_report = l1.privacy_report(10)
+    assert l1_report.epsilon == 2.0
+    assert l1_report.parameters["laplace_scale_w"] == pytest.approx(0.2)  # c / epsilon1
+    assert "||H - H'||_1 <= floor(0.1*s)" in l1_report.neighbouring
+    assert "only (4, 0, c)-hDP" in l1_report.notes
 
 
 def test_analysis_is_not_in_the_repr(users):
@@ -137,7 +149,7 @@ def test_analysis_is_not_in_the_repr(users):
         ({"c": 1.5}, r"c must be a number in \(0, 1\]"),
         ({"release": "x"}, "release must be one of"),
         ({"weighting": "x"}, "weighting must be one of"),
-        ({"calibration": "x"}, "calibration must be one of"),
+        ({"neighbouring": "paper"}, "neighbouring must be one of moved-items, l1-distance"),
         ({"clusters": None}, "needs clusters"),
         ({"clustering": "dbscan", "eps_radius": 0.1}, "clusters is the number of k-means"),
         ({"eps_radius": 0.1}, "eps_radius is DBSCAN's radius"),

@@ -1,11 +1,14 @@
 """Privacy of per-user histograms shuffled within clusters (the per-user paper, Thm 1–2, App. B–C).
 
 What every release guarantees. Each user sends two Laplace copies of its
-normalized histogram H̄: W with budget ε₁ and T with ε₂ = ε − ε₁. With
-c-neighbouring histograms (Def. 1: same total, ‖H − H′‖₁ ≤ ⌊c·s_H⌋) the L1
-distance of the normalized histograms is at most c, so Lap(c/ε₁) and
-Lap(c/ε₂) are ε₁- and ε₂-hLDP and the pair is ε-hLDP. Clustering, shuffling
-and any combination of the copies are post-processing: **every variant is
+normalized histogram H̄: W with budget ε₁ and T with ε₂ = ε − ε₁. Under the
+reading of Def. 1 a release is stated for (``neighbouring``, see
+:mod:`shuffledp.randomizers.laplace`) the L1 distance of the normalized
+histograms of two c-neighbours is at most Δ: 2c when up to ⌊c·s⌋ items may
+move between classes (``"moved-items"``, the default), c when
+‖H − H′‖₁ ≤ ⌊c·s⌋ (``"l1-distance"``). So Lap(Δ/ε₁) and Lap(Δ/ε₂) are ε₁-
+and ε₂-hLDP and the pair is ε-hLDP. Clustering, shuffling and any
+combination of the copies are post-processing: **every variant is
 (ε, 0, c)-hDP for every user, whatever the data** (:func:`release_guarantee`).
 That is what a release states.
 
@@ -16,14 +19,16 @@ that releases the shuffled T (groups built from W), the view is the grouping G
 be the k users of the victim's group nearest to it (victim-centred L1 radius
 ρ_k of the normalized histograms). Hand every other user's report to the
 adversary (post-processing, App. C). Within Q each user's output density is
-within e^{ε₀} of either of the victim's two, ε₀ = (ρ_k + c)/b₂ with b₂ the
-Laplace scale of T (ε₀ = ε₂(1 + ρ_k/c) for b₂ = c/ε₂; App. C prints
-(1 + r(Q)/c)·ε₂ with the group's diameter r(Q) ≥ ρ_k, against its own scale
-2c/ε₂, for which the right factor is half that). Both reductions used
-need only ratios relative to the victim's two inputs (FMT's clones: every
-other output density is at least e^{−ε₀} times each of the victim's two;
-variation ratio: the q property with q = e^{ε₀}, and the victim's own pair
-within e^{c/b₂} ≤ e^{ε₀}), not LDP over the whole domain, so users outside Q
+within e^{ε₀} of either of the victim's two, ε₀ = (ρ_k + Δ)/b₂ with b₂ = Δ/ε₂
+the Laplace scale of T, i.e. ε₀ = ε₂(1 + ρ_k/Δ): ε₂(1 + ρ_k/(2c)) for moved
+items, ε₂(1 + ρ_k/c) for the L1 distance. (App. C prints (1 + r(Q)/c)·ε₂ with
+the group's diameter r(Q) ≥ ρ_k; with its scale 2c/ε₂ that is sound, and
+loose by the factor 2 in front of r(Q), under the moved-items reading, and
+twice the right value under the L1 reading.) Both reductions used need only
+ratios relative to the victim's two inputs (FMT's clones: every other output
+density is at least e^{−ε₀} times each of the victim's two; variation ratio:
+the q property with q = e^{ε₀}, and the victim's own pair within
+e^{Δ/b₂} = e^{ε₂} ≤ e^{ε₀}), not LDP over the whole domain, so users outside Q
 or far from the victim never enter. So the shuffled T of Q is
 amplified as k ε₀-LDP reports: this package's tightest sound generic bounds
 (``vr2024`` and ``fmt2021-numeric``; the smaller is kept) give ε_T(k) at δ.
@@ -60,7 +65,13 @@ from shuffledp._validation import InvalidParameterError, check_delta, check_epsi
 from shuffledp.accounting.api import amplified_epsilon
 from shuffledp.accounting.generic_bounds import fmt2021_closed_epsilon
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
-from shuffledp.randomizers.laplace import Calibration, check_c, laplace_scale
+from shuffledp.randomizers.laplace import (
+    Neighbouring,
+    check_c,
+    laplace_scale,
+    neighbouring_in_words,
+    normalized_sensitivity,
+)
 
 __all__ = [
     "PerUserEpsilons",
@@ -86,24 +97,33 @@ def _check_budget(epsilon: float, epsilon1: float, c: float) -> tuple[float, flo
 
 
 def release_guarantee(
-    epsilon: float, epsilon1: float, c: float, n: int, *, release: str = "t"
+    epsilon: float,
+    epsilon1: float,
+    c: float,
+    n: int,
+    *,
+    release: str = "t",
+    neighbouring: Neighbouring = "moved-items",
 ) -> PrivacyReport:
     """The guarantee a release states: (ε, 0, c)-hDP for every user, whatever the data.
 
     Holds for every variant (both copies are local Laplace releases whose
-    budgets sum to ε; everything else is post-processing).
+    budgets sum to ε, each scaled for ``neighbouring``'s sensitivity;
+    everything else is post-processing).
     """
     epsilon, epsilon1, c = _check_budget(epsilon, epsilon1, c)
+    relation = neighbouring_in_words(c, neighbouring)
     return PrivacyReport(
         guarantee=ApproxDP(epsilon, 0.0),
         method="per-user-laplace-local",
         bound=BoundKind.UPPER,
         n=n,
-        neighbouring=f"c-neighbouring histograms (c={c:g}), one user replaced",
+        neighbouring=f"c-neighbouring histograms (Def. 1 and 3): {relation}",
         parameters={
             "epsilon1": epsilon1,
             "epsilon2": epsilon - epsilon1,
             "c": c,
+            "neighbouring": neighbouring,
             "release": release,
         },
         notes=(
@@ -211,7 +231,7 @@ def per_user_epsilons(
     epsilon1: float,
     c: float,
     delta: float,
-    calibration: Calibration = "proven",
+    neighbouring: Neighbouring = "moved-items",
     users: Sequence[int] | IntArray | None = None,
 ) -> PerUserEpsilons:
     """ε′ per user for the shuffled-T release, conditional on the grouping (module docstring).
@@ -223,7 +243,9 @@ def per_user_epsilons(
         epsilon1: ε₁, the clustering copy's budget.
         c: The neighbouring fraction of Def. 1.
         delta: δ of every ε′.
-        calibration: The Laplace scale used (``"proven"``: c/ε, ``"paper"``: 2c/ε).
+        neighbouring: The reading of Def. 1 the release was calibrated for
+            (``"moved-items"``: Δ = 2c, scale 2c/ε₂; ``"l1-distance"``: Δ = c, c/ε₂);
+            ε′ holds under that reading.
         users: Only these users (default: all).
 
     Raises:
@@ -237,7 +259,8 @@ def per_user_epsilons(
         raise InvalidParameterError(
             f"histograms must be n x d and groups length n, got {h.shape} and {labels.shape}"
         )
-    b2 = laplace_scale(epsilon - epsilon1, c, calibration)
+    b2 = laplace_scale(epsilon - epsilon1, c, neighbouring)
+    sensitivity = normalized_sensitivity(c, neighbouring)
     table = _table(delta)
     chosen = np.arange(h.shape[0]) if users is None else np.asarray(users, dtype=np.int64)
     out_eps = np.empty(len(chosen))
@@ -252,11 +275,11 @@ def per_user_epsilons(
             members_of[label] = np.flatnonzero(labels == label)
         members = members_of[label]
         distances = np.sort(np.abs(h[members] - h[user]).sum(axis=1))  # includes 0 (itself)
-        # k = 1 is the victim alone: no amplification, ε₀ = c/b₂ (ε₂ for the proven scale).
-        best = (c / b2, 1, 0.0, c / b2)
+        # k = 1 is the victim alone: no amplification, ε₀ = Δ/b₂ = ε₂.
+        best = (sensitivity / b2, 1, 0.0, sensitivity / b2)
         for k in _k_grid(len(members)).tolist()[1:]:
             radius = float(distances[k - 1])
-            e0 = (radius + c) / b2
+            e0 = (radius + sensitivity) / b2
             if not _worth_evaluating(e0, k):
                 continue
             value = table(e0, k)

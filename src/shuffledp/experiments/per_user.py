@@ -29,7 +29,7 @@ or on the 671 MovieLens users' genre histograms
    every c of the c sweep (one ``t`` run per c at the chosen ε₁), on a fixed
    random sample of users (computing it for everyone is slow). For synthetic
    data also with the true clusters as groups (a what-if that separates the
-   cost of a noisy grouping from the clusters' spread, ε₀ = ε₂(1 + ρ/c)).
+   cost of a noisy grouping from the clusters' spread, ε₀ = ε₂(1 + ρ/Δ), Δ = 2c).
    The paper's App. C number
    (:func:`~shuffledp.accounting.per_user.paper_per_user_epsilon`, a
    reproduction) is given for a smaller sub-sample: it builds |G|² × d
@@ -62,8 +62,9 @@ Decisions (stated in the CSVs too):
   the ARI against the truth and ``oracle`` are reported as unavailable.
 * Thm 3's noise term: the paper's 2dc·log(n/δ)/√(ε₁² + ε₂²) is d·σ·log(n/δ)
   with σ² = a²b₁² + (1 − a)²b₂² for its scale b = 2c/ε. The bound here uses
-  σ of the calibration and the copy actually released (proven scale c/ε:
-  half the paper's term for ``r``; dc·log(n/δ)/ε₂ for ``t``). A second,
+  σ of the scale and the copy actually released (at the default scale 2c/ε:
+  the paper's term for ``r``, 2dc·log(n/δ)/ε₂ for ``t``; half these with
+  ``neighbouring="l1-distance"``). A second,
   expectation-only version replaces log(n/δ)·σ by the exact E|noise| of a
   coordinate (the triangle inequality of App. D needs nothing more).
 * Thm 4 is stated with log(n/δ) (App. E writes log(1/δ)); for synthetic data
@@ -100,7 +101,7 @@ from shuffledp.accounting.per_user import (
 )
 from shuffledp.data.per_user import CountMatrix
 from shuffledp.protocols.per_user import PerUserHistograms, PerUserRun, Release
-from shuffledp.randomizers.laplace import Calibration, check_c, laplace_scale
+from shuffledp.randomizers.laplace import Neighbouring, check_c, check_neighbouring
 from shuffledp.schemas import schema_id
 from shuffledp.shuffler.grouped import simplex_rows
 
@@ -155,7 +156,7 @@ SWEEP_FIELDS: tuple[str, ...] = (
     "epsilon2",
     "c",
     "delta",
-    "calibration",
+    "neighbouring",
     "weighting",
     "n_init",
     "repetitions",
@@ -185,7 +186,7 @@ BASELINE_FIELDS: tuple[str, ...] = (
     "epsilon",
     "epsilon1",
     "c",
-    "calibration",
+    "neighbouring",
     "repetitions",
     "guarantee",
     "guarantee_epsilon",
@@ -211,7 +212,7 @@ EPSILON_PRIME_FIELDS: tuple[str, ...] = (
     "epsilon1",
     "epsilon2",
     "delta",
-    "calibration",
+    "neighbouring",
     "user",
     "true_cluster",
     "group",
@@ -248,7 +249,7 @@ THM3_FIELDS: tuple[str, ...] = (
     "epsilon2",
     "c",
     "delta",
-    "calibration",
+    "neighbouring",
     "repetitions",
     "users_per_repetition",
     "noise_term_printed",
@@ -292,7 +293,7 @@ class PerUserExperimentConfig:
         centre_concentration: Dirichlet concentration of the centre proposals.
         epsilon: ε, the total per-user budget.
         c: Def. 1's c of parts 1, 2, 4 and 5.
-        c_sweep: The c values of part 3 (ε′ depends strongly on c: ε₀ = ε₂(1 + ρ/c)).
+        c_sweep: The c values of part 3 (ε′ depends strongly on c: ε₀ = ε₂(1 + ρ/Δ), Δ = 2c).
         delta: δ of ε′ and of Thm 3–4's log(n/δ).
         fractions: ε₁/ε values of the sweep, each in (0, 1).
         repetitions: Runs per setting (independent noise, k-means and shuffle seeds).
@@ -302,7 +303,8 @@ class PerUserExperimentConfig:
         thm3_users: Size of the fixed random sample of users for Thm 3 (part 5).
         separation_users: Users whose data-level R_i (Thm 4) is computed.
         n_init: k-means restarts of the shuffler.
-        calibration: Laplace scale, ``"proven"`` (c/ε) or ``"paper"`` (2c/ε).
+        neighbouring: The reading of Def. 1 every release is calibrated for:
+            ``"moved-items"`` (Laplace scale 2c/ε, the default) or ``"l1-distance"`` (c/ε).
         workers: Processes for the ε′ computations (one job per c and grouping).
         seed: Root seed: data, noise, k-means, shuffles and samples derive from it.
         quick: Whether this is the reduced ``--quick`` configuration (recorded only).
@@ -328,7 +330,7 @@ class PerUserExperimentConfig:
     thm3_users: int = 2000
     separation_users: int = 500
     n_init: int = 3
-    calibration: Calibration = "proven"
+    neighbouring: Neighbouring = "moved-items"
     workers: int = 2
     seed: int = 2024
     quick: bool = False
@@ -362,7 +364,7 @@ class PerUserExperimentConfig:
         check_int(self.n_init, "n_init", minimum=1)
         check_int(self.workers, "workers", minimum=1)
         check_int(self.seed, "seed", minimum=0)
-        laplace_scale(1.0, self.c, self.calibration)  # checks the calibration
+        check_neighbouring(self.neighbouring)
 
     @classmethod
     def for_data(
@@ -651,7 +653,7 @@ def _protocol(
         config.epsilon,
         epsilon1,
         config.c if c is None else c,
-        calibration=config.calibration,
+        neighbouring=config.neighbouring,
         clusters=config.clusters,
         n_init=config.n_init,
         release=release,
@@ -673,7 +675,7 @@ class _EpsilonJob:
     epsilon: float
     epsilon1: float
     delta: float
-    calibration: Calibration
+    neighbouring: Neighbouring
 
 
 def _epsilon_job(job: _EpsilonJob) -> dict[str, Any]:
@@ -685,7 +687,7 @@ def _epsilon_job(job: _EpsilonJob) -> dict[str, Any]:
         epsilon1=job.epsilon1,
         c=job.c,
         delta=job.delta,
-        calibration=job.calibration,
+        neighbouring=job.neighbouring,
         users=job.users,
     )
     paper: dict[int, tuple[float, str]] = {}
@@ -824,7 +826,7 @@ def _sweep(
                     "epsilon2": config.epsilon - epsilon1,
                     "c": config.c,
                     "delta": config.delta,
-                    "calibration": config.calibration,
+                    "neighbouring": config.neighbouring,
                     "weighting": protocol.weighting,
                     "n_init": config.n_init,
                     "repetitions": len(values),
@@ -928,7 +930,7 @@ def _baselines(
             config.epsilon,
             epsilon1,
             config.c,
-            calibration=config.calibration,
+            neighbouring=config.neighbouring,
             clusters=config.clusters,
             n_init=config.n_init,
             release=release,
@@ -956,7 +958,7 @@ def _baselines(
                     "epsilon": config.epsilon,
                     "epsilon1": epsilon1,
                     "c": config.c,
-                    "calibration": config.calibration,
+                    "neighbouring": config.neighbouring,
                     "repetitions": 0,
                     "topk": config.top_k,
                     "notes": "oracle needs true clusters; these real data have none (not "
@@ -978,7 +980,7 @@ def _baselines(
                 "epsilon": config.epsilon,
                 "epsilon1": epsilon1 if params["copies"] == 2 else "",
                 "c": config.c,
-                "calibration": config.calibration,
+                "neighbouring": config.neighbouring,
                 "repetitions": len(values),
                 "guarantee": f"({report.guarantee.epsilon:g}, {report.guarantee.delta:g}, "
                 f"{params['c']:g})-hDP per user",
@@ -1053,7 +1055,7 @@ def _thm3_rows(
 ) -> list[dict[str, Any]]:
     base = _data_columns(data, config)
     rows = []
-    factor = "c" if config.calibration == "proven" else "2c"
+    factor = "2c" if config.neighbouring == "moved-items" else "c"
     formulas = {
         "t": f"d * ({factor}/epsilon2) * log(n/delta): the printed term's argument for the "
         "released T alone",
@@ -1080,7 +1082,7 @@ def _thm3_rows(
                 "epsilon2": config.epsilon - epsilon1,
                 "c": config.c,
                 "delta": config.delta,
-                "calibration": config.calibration,
+                "neighbouring": config.neighbouring,
                 "repetitions": len(items),
                 "users_per_repetition": int(items[0]["measured"].shape[0]),
                 "noise_term_printed": printed,
@@ -1138,7 +1140,7 @@ def _epsilon_prime(
     For every c the ``t`` protocol runs once (noise, k-means and shuffle from
     the same seed) and ε′ is computed with its groups; for synthetic data also
     with the true clusters as groups, which separates the cost of a noisy
-    grouping from that of the clusters' spread (ε₀ = ε₂(1 + ρ/c)).
+    grouping from that of the clusters' spread (ε₀ = ε₂(1 + ρ/Δ), Δ = 2c by default).
     """
     base = _data_columns(data, config)
     jobs = []
@@ -1163,7 +1165,7 @@ def _epsilon_prime(
                     epsilon=config.epsilon,
                     epsilon1=epsilon1,
                     delta=config.delta,
-                    calibration=config.calibration,
+                    neighbouring=config.neighbouring,
                 )
             )
     results = _map_jobs(_epsilon_job, jobs, config.workers)
@@ -1191,7 +1193,7 @@ def _epsilon_prime(
                     "epsilon1": epsilon1,
                     "epsilon2": eps2,
                     "delta": config.delta,
-                    "calibration": config.calibration,
+                    "neighbouring": config.neighbouring,
                     "user": user,
                     "true_cluster": "" if data.true_labels is None else int(data.true_labels[user]),
                     "group": int(groups[user]),

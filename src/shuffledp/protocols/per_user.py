@@ -22,7 +22,11 @@ Release variants (``release=``):
 Guarantee. Every variant releases post-processing of local Laplace reports
 whose total budget is ε (ε₁ + ε₂ by basic composition, or one copy of ε), so
 each is (ε, 0, c)-hDP per user (Def. 3) in the worst case, whatever the
-grouping. The report states exactly that (method
+grouping, under the reading of Def. 1 chosen by ``neighbouring``
+(:mod:`shuffledp.randomizers.laplace`): ``"moved-items"`` by default (at most
+⌊c·s⌋ items moved; Alg. 1's scale 2c/ε, which covers the L1 reading too) or
+``"l1-distance"`` (‖H − H′‖₁ ≤ ⌊c·s⌋; scale c/ε, only 2ε under the moved-items
+reading). The report states the relation in words. The report states exactly that (method
 ``per-user-laplace-local``, bound ``upper``) and nothing data-dependent: no
 per-user amplified ε′ (Thm 2 is data-dependent, §4) and no group sizes.
 Whether the shuffle amplifies is the business of
@@ -41,14 +45,18 @@ from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 from shuffledp.randomizers.laplace import (
-    Calibration,
     HistogramLaplaceRandomizer,
+    Neighbouring,
     Weighting,
     check_c,
     check_counts,
+    check_neighbouring,
     combine_weight,
     copy_variances,
+    hldp_epsilon,
     laplace_scale,
+    neighbouring_in_words,
+    normalized_sensitivity,
 )
 from shuffledp.shuffler.grouped import (
     Clustering,
@@ -61,7 +69,6 @@ from shuffledp.shuffler.grouped import (
 
 __all__ = [
     "BASELINE_COPIES",
-    "NEIGHBOURING",
     "PER_USER_METHOD",
     "RELEASES",
     "PerUserAnalysis",
@@ -81,8 +88,6 @@ RELEASES: tuple[str, ...] = get_args(Release)
 BASELINE_COPIES: tuple[str, ...] = get_args(BaselineCopy)
 #: The method name of every variant's report.
 PER_USER_METHOD = "per-user-laplace-local"
-#: Def. 3's neighbouring relation.
-NEIGHBOURING = "replace-one-c-neighbouring"
 
 _ONE_COPY = ("single", "laplace-full")
 _CLUSTERED = ("t", "r", "single")
@@ -172,7 +177,10 @@ class PerUserHistograms:
         epsilon1: The clustering copy's budget, 0 < ε₁ < ε (T gets ε₂ = ε − ε₁).
             Unused by ``single`` and ``laplace-full`` (one copy with the whole ε).
         c: Def. 1's neighbouring fraction, in (0, 1].
-        calibration: ``"proven"`` (Lap(c/ε), default) or ``"paper"`` (Lap(2c/ε)).
+        neighbouring: The reading of Def. 1 the guarantee holds for:
+            ``"moved-items"`` (default: at most ⌊c·s⌋ items moved, Lap(2c/ε) as
+            Alg. 1 prints it; also covers ``"l1-distance"``) or ``"l1-distance"``
+            (‖H − H′‖₁ ≤ ⌊c·s⌋, Lap(c/ε); under moved items only 2ε).
         weighting: R's weights: ``"min-variance"`` (App. D, default) or ``"printed"``.
         clustering: ``"kmeans"`` or ``"dbscan"`` (line 9).
         clusters: G for k-means.
@@ -195,7 +203,7 @@ class PerUserHistograms:
         epsilon1: float,
         c: float,
         *,
-        calibration: Calibration = "proven",
+        neighbouring: Neighbouring = "moved-items",
         weighting: Weighting = "min-variance",
         clustering: Clustering = "kmeans",
         clusters: int | None = None,
@@ -216,12 +224,11 @@ class PerUserHistograms:
             )
         self.epsilon2 = self.epsilon - self.epsilon1
         self.c = check_c(c)
-        # Checks calibration and weighting.
-        self.scale_w = laplace_scale(self.epsilon1, self.c, calibration)
-        self.scale_t = laplace_scale(self.epsilon2, self.c, calibration)
-        self.scale_z = laplace_scale(self.epsilon, self.c, calibration)
-        self.weight = combine_weight(self.epsilon1, self.epsilon2, weighting)
-        self.calibration = calibration
+        self.neighbouring: Neighbouring = check_neighbouring(neighbouring)
+        self.scale_w = laplace_scale(self.epsilon1, self.c, self.neighbouring)
+        self.scale_t = laplace_scale(self.epsilon2, self.c, self.neighbouring)
+        self.scale_z = laplace_scale(self.epsilon, self.c, self.neighbouring)
+        self.weight = combine_weight(self.epsilon1, self.epsilon2, weighting)  # checks weighting
         self.weighting = weighting
         if release not in RELEASES:
             raise InvalidParameterError(
@@ -267,7 +274,7 @@ class PerUserHistograms:
             self.epsilon,
             self.epsilon1,
             self.c,
-            calibration=self.calibration,
+            neighbouring=self.neighbouring,
             weighting=self.weighting,
         )
         return v.t if self.released_copy == "t" else v.r
@@ -279,7 +286,8 @@ class PerUserHistograms:
             "released_copy": self.released_copy,
             "epsilon": self.epsilon,
             "c": self.c,
-            "calibration": self.calibration,
+            "neighbouring": self.neighbouring,
+            "l1_sensitivity": normalized_sensitivity(self.c, self.neighbouring),
             "copies": self.copies,
         }
         if self.copies == 2:
@@ -305,32 +313,45 @@ class PerUserHistograms:
             n: Number of users.
         """
         n = check_int(n, "n", minimum=1)
+        relation = neighbouring_in_words(self.c, self.neighbouring)
+        delta_l1 = normalized_sensitivity(self.c, self.neighbouring)
+        sensitivity = (
+            f"the L1 sensitivity of H/s under this relation is "
+            f"{'2c' if self.neighbouring == 'moved-items' else 'c'} = {delta_l1:g}"
+        )
         if self.copies == 2:
             how = (
                 f"each user sends W = H/s + Lap({self.scale_w:.6g}) (epsilon1 = "
                 f"{self.epsilon1:g}) and T = H/s + Lap({self.scale_t:.6g}) (epsilon2 = "
-                f"{self.epsilon2:g}) per class; the L1 sensitivity of H/s under Def. 1 is c, so "
-                "the pair is (epsilon1 + epsilon2)-hLDP by basic composition"
+                f"{self.epsilon2:g}) per class; {sensitivity}, so the pair is "
+                "(epsilon1 + epsilon2)-hLDP by basic composition"
             )
+            moved_epsilon = hldp_epsilon(self.scale_w, self.c) + hldp_epsilon(self.scale_t, self.c)
         else:
             how = (
-                f"each user sends Z = H/s + Lap({self.scale_z:.6g}) per class; the L1 "
-                "sensitivity of H/s under Def. 1 is c, so Z is epsilon-hLDP"
+                f"each user sends Z = H/s + Lap({self.scale_z:.6g}) per class; {sensitivity}, "
+                "so Z is epsilon-hLDP"
             )
+            moved_epsilon = hldp_epsilon(self.scale_z, self.c)
         notes = (
             f"{how}; the grouping and the shuffle are post-processing of these local "
             "reports, so the release is (epsilon, 0, c)-hDP for every user whatever the "
             "groups; no amplification by shuffling is claimed here"
         )
-        if self.calibration == "paper":
+        if self.neighbouring == "moved-items":
             notes += (
-                "; calibration 'paper' adds Lap(2c/epsilon), twice the noise this guarantee "
-                "needs (the same release is also (epsilon/2, 0, c)-hDP)"
+                "; neighbouring is Def. 1 read as moving up to floor(c s) items (Alg. 1's "
+                "Lap(2c/epsilon)), which also covers the reading ||H - H'||_1 <= floor(c s)"
+            )
+        else:
+            notes += (
+                "; neighbouring is Def. 1 read as ||H - H'||_1 <= floor(c s) (Lap(c/epsilon)); "
+                "if up to floor(c s) items may move between classes (||H - H'||_1 up to "
+                f"2 floor(c s)) the same release is only ({moved_epsilon:g}, 0, c)-hDP: the "
+                "default neighbouring, moved-items, covers both readings"
             )
         assumptions = [
-            "each user contributes one histogram; neighbouring datasets replace one user's "
-            "histogram H by a c-neighbour H' (Def. 1: the same total s, "
-            "||H - H'||_1 <= floor(c s))",
+            f"each user contributes one histogram; neighbouring datasets differ in {relation}",
         ]
         if self.release not in ("laplace-ldp", "laplace-full"):
             assumptions.append(
@@ -348,7 +369,7 @@ class PerUserHistograms:
             method=PER_USER_METHOD,
             bound=BoundKind.UPPER,
             n=n,
-            neighbouring=NEIGHBOURING,
+            neighbouring=f"c-neighbouring histograms (Def. 1 and 3): {relation}",
             parameters=self.parameters(),
             notes=notes,
             assumptions=tuple(assumptions),
@@ -395,16 +416,16 @@ class PerUserHistograms:
         weight: float | None = None
         if self.copies == 1:
             z = HistogramLaplaceRandomizer(
-                self.epsilon, self.c, calibration=self.calibration
+                self.epsilon, self.c, neighbouring=self.neighbouring
             ).randomize(normalized, noise_rng)
             w = t = r = z
             released = z
         else:
             w = HistogramLaplaceRandomizer(
-                self.epsilon1, self.c, calibration=self.calibration
+                self.epsilon1, self.c, neighbouring=self.neighbouring
             ).randomize(normalized, noise_rng)
             t = HistogramLaplaceRandomizer(
-                self.epsilon2, self.c, calibration=self.calibration
+                self.epsilon2, self.c, neighbouring=self.neighbouring
             ).randomize(normalized, noise_rng)
             weight = self.weight
             r = weight * w + (1.0 - weight) * t

@@ -3,21 +3,30 @@
 A user holds counts H ∈ ℕ^d with total s_H > 0 and randomizes the normalized
 histogram H̄ = H/s_H by adding independent Laplace noise to every coordinate.
 
-Sensitivity (Def. 1 as printed). Two histograms are c-neighbours when they
-have the same total s and ‖H − H′‖₁ ≤ ⌊c·s⌋. Then
+Two readings of "c-neighbouring" (Def. 1). Both require the same total s.
 
-    ‖H̄ − H̄′‖₁ = ‖H − H′‖₁ / s ≤ ⌊c·s⌋ / s ≤ c,
+* ``"moved-items"`` (the default): H′ is obtained from H by moving at most
+  ⌊c·s⌋ of its items from one class to another. Moving m items changes
+  ‖H − H′‖₁ by at most 2m, and equal totals at L1 distance 2m are m moves
+  apart, so this is ‖H − H′‖₁ ≤ 2⌊c·s⌋. It fits the paper's own example
+  (totals 5 "differing by 5": no two histograms of equal total are at odd L1
+  distance) and its Alg. 1, which adds Lap(2c/ε).
+* ``"l1-distance"``: ‖H − H′‖₁ ≤ ⌊c·s⌋, Def. 1 as printed; at most ⌊c·s⌋/2
+  items moved. Every such pair is also a moved-items pair.
 
-with equality whenever c·s is an integer, so over all totals the L1
-sensitivity of H ↦ H̄ is exactly c. The Laplace mechanism with scale b = c/ε
-is therefore ε-hLDP (Def. 2): for every output y,
+Sensitivity. ‖H̄ − H̄′‖₁ = ‖H − H′‖₁/s, so the L1 sensitivity of H ↦ H̄ is
+Δ = 2c for moved items and Δ = c for the L1 distance (suprema over the
+totals s, attained whenever c·s is an integer, an even one for the L1
+distance). The Laplace mechanism with scale b = Δ/ε is
+ε-hLDP (Def. 2) under its relation: for every output y,
 
     p(y | H) / p(y | H′) = ∏_j exp((|y_j − H̄′_j| − |y_j − H̄_j|) / b)
-                         ≤ exp(‖H̄ − H̄′‖₁ / b) ≤ exp(c / b) = e^ε.
+                         ≤ exp(‖H̄ − H̄′‖₁ / b) ≤ exp(Δ / b) = e^ε,
 
-This is ``calibration="proven"`` (the default). Alg. 1 adds Lap(2c/ε), twice
-that scale (``calibration="paper"``): the paper's factor doubles the noise
-(the same release then also satisfies (ε/2)-hLDP).
+with equality for y far from both in every coordinate. So the default scale
+2c/ε (Alg. 1 as printed) is ε-hLDP under both readings; the scale c/ε of
+``neighbouring="l1-distance"`` is ε-hLDP only under the L1 reading and
+exactly 2ε-hLDP under the moved-items one (:func:`hldp_epsilon`).
 
 Two copies (Alg. 1 lines 3–5): W = H̄ + Lap(b₁) with ε₁ and T = H̄ + Lap(b₂)
 with ε₂ = ε − ε₁; the pair (W, T) is ε-hLDP by basic composition, and any
@@ -27,9 +36,9 @@ Var R = 2a²b₁² + 2(1 − a)²b₂², minimized by
     a = b₂² / (b₁² + b₂²) = ε₁² / (ε₁² + ε₂²)          (weight on W)
 
 (App. D's a, ``weighting="min-variance"``), with variance 2b₁²b₂²/(b₁² + b₂²)
-= 2k²c²/(ε₁² + ε₂²) for scale factor k (1 proven, 2 paper). The printed line 5
-puts ε₂²/(ε₁² + ε₂²) on W instead (``weighting="printed"``); the two agree
-only when ε₁ = ε₂ and otherwise the printed weights have the larger variance.
+= 2Δ²/(ε₁² + ε₂²). The printed line 5 puts ε₂²/(ε₁² + ε₂²) on W instead
+(``weighting="printed"``); the two agree only when ε₁ = ε₂ and otherwise the
+printed weights have the larger variance.
 """
 
 from __future__ import annotations
@@ -44,32 +53,38 @@ from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import DataError, InvalidParameterError, check_epsilon
 
 __all__ = [
-    "CALIBRATIONS",
+    "NEIGHBOURINGS",
     "WEIGHTINGS",
-    "Calibration",
     "CopyVariances",
     "HistogramLaplaceRandomizer",
+    "Neighbouring",
     "Weighting",
     "check_c",
     "check_counts",
+    "check_neighbouring",
     "combine_weight",
     "copy_variances",
+    "hldp_epsilon",
     "laplace_scale",
+    "neighbouring_in_words",
     "normalize_counts",
+    "normalized_sensitivity",
 ]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-Calibration = Literal["proven", "paper"]
+Neighbouring = Literal["moved-items", "l1-distance"]
 Weighting = Literal["min-variance", "printed"]
 
-#: Noise calibrations: ``proven`` scale c/ε (Def. 1's sensitivity), ``paper`` 2c/ε (Alg. 1).
-CALIBRATIONS: tuple[str, ...] = get_args(Calibration)
+#: Readings of Def. 1 (module docstring): ``moved-items`` (at most ⌊c·s⌋ items moved
+#: between classes; Lap(2c/ε), the default) or ``l1-distance`` (‖H − H′‖₁ ≤ ⌊c·s⌋; Lap(c/ε)).
+NEIGHBOURINGS: tuple[str, ...] = get_args(Neighbouring)
 #: Weightings of the two copies: ``min-variance`` (App. D) or ``printed`` (Alg. 1 line 5).
 WEIGHTINGS: tuple[str, ...] = get_args(Weighting)
 
-_SCALE_FACTOR = {"proven": 1.0, "paper": 2.0}
+#: Δ/c, the L1 sensitivity of H ↦ H/s per unit of c under each reading.
+_SENSITIVITY_FACTOR = {"moved-items": 2.0, "l1-distance": 1.0}
 
 
 def check_c(value: object, name: str = "c") -> float:
@@ -87,12 +102,68 @@ def check_c(value: object, name: str = "c") -> float:
     return float(value)
 
 
-def _check_calibration(calibration: str) -> Calibration:
-    if calibration not in CALIBRATIONS:
+def check_neighbouring(value: object, name: str = "neighbouring") -> Neighbouring:
+    """Return the reading of Def. 1 if it is one of :data:`NEIGHBOURINGS`.
+
+    Raises:
+        InvalidParameterError: Naming ``name``, the value and the readings allowed.
+    """
+    if value not in NEIGHBOURINGS:
         raise InvalidParameterError(
-            f"calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}"
+            f"{name} must be one of {', '.join(NEIGHBOURINGS)} (moved-items: at most "
+            f"floor(c*s) items moved between classes; l1-distance: ||H - H'||_1 <= floor(c*s)), "
+            f"got {value!r}"
         )
-    return calibration  # type: ignore[return-value]
+    return value  # type: ignore[return-value]
+
+
+def normalized_sensitivity(c: float, neighbouring: str = "moved-items") -> float:
+    """Return Δ, the L1 sensitivity of H ↦ H/s_H under a reading of Def. 1 (module docstring).
+
+    Args:
+        c: Def. 1's neighbouring fraction, in (0, 1].
+        neighbouring: ``"moved-items"`` (Δ = 2c) or ``"l1-distance"`` (Δ = c).
+    """
+    return _SENSITIVITY_FACTOR[check_neighbouring(neighbouring)] * check_c(c)
+
+
+def hldp_epsilon(scale: float, c: float, neighbouring: str = "moved-items") -> float:
+    """Return the ε for which one Lap(scale) copy of H/s_H is ε-hLDP (Def. 2): Δ/scale.
+
+    The worst-case likelihood ratio of the copy is exp(‖H̄ − H̄′‖₁/scale), and
+    the largest ‖H̄ − H̄′‖₁ over neighbours is Δ (module docstring), so Δ/scale
+    is the exact ε, not only an upper bound. A copy calibrated for
+    ``"l1-distance"`` (scale c/ε) is thus 2ε-hLDP under ``"moved-items"``.
+
+    Args:
+        scale: The Laplace scale b > 0.
+        c: Def. 1's neighbouring fraction, in (0, 1].
+        neighbouring: The reading the guarantee is stated for.
+    """
+    b = check_epsilon(scale, "scale")
+    return normalized_sensitivity(c, neighbouring) / b
+
+
+def neighbouring_in_words(c: float, neighbouring: str = "moved-items") -> str:
+    """Return the neighbouring relation of a per-user release (Def. 1 and 3), in words.
+
+    Args:
+        c: Def. 1's neighbouring fraction, in (0, 1].
+        neighbouring: ``"moved-items"`` or ``"l1-distance"``.
+    """
+    c = check_c(c)
+    if check_neighbouring(neighbouring) == "moved-items":
+        return (
+            f"one user's histogram H replaced by any H' with the same total s obtained by "
+            f"moving at most floor({c:g}*s) of its items from one class to another "
+            f"(||H - H'||_1 <= 2*floor({c:g}*s)); this includes every H' with "
+            f"||H - H'||_1 <= floor({c:g}*s)"
+        )
+    return (
+        f"one user's histogram H replaced by any H' with the same total s and "
+        f"||H - H'||_1 <= floor({c:g}*s), i.e. at most floor({c:g}*s)/2 items moved from one "
+        "class to another (not covered: moving more items, up to floor(c*s))"
+    )
 
 
 def _check_weighting(weighting: str) -> Weighting:
@@ -103,16 +174,17 @@ def _check_weighting(weighting: str) -> Weighting:
     return weighting  # type: ignore[return-value]
 
 
-def laplace_scale(epsilon: float, c: float, calibration: str = "proven") -> float:
-    """Return the Laplace scale b of an ε-hLDP copy (module docstring).
+def laplace_scale(epsilon: float, c: float, neighbouring: str = "moved-items") -> float:
+    """Return the Laplace scale b = Δ/ε of an ε-hLDP copy (module docstring).
 
     Args:
         epsilon: The copy's budget ε > 0.
         c: The neighbouring fraction c of Def. 1, in (0, 1].
-        calibration: ``"proven"`` (b = c/ε) or ``"paper"`` (b = 2c/ε, Alg. 1 lines 3–4).
+        neighbouring: ``"moved-items"`` (b = 2c/ε, Alg. 1 lines 3–4; ε-hLDP under
+            both readings) or ``"l1-distance"`` (b = c/ε; ε-hLDP under that reading only).
     """
     eps = check_epsilon(epsilon)
-    return _SCALE_FACTOR[_check_calibration(calibration)] * check_c(c) / eps
+    return normalized_sensitivity(c, neighbouring) / eps
 
 
 def combine_weight(epsilon1: float, epsilon2: float, weighting: str = "min-variance") -> float:
@@ -155,7 +227,7 @@ def copy_variances(
     epsilon1: float,
     c: float,
     *,
-    calibration: str = "proven",
+    neighbouring: str = "moved-items",
     weighting: str = "min-variance",
 ) -> CopyVariances:
     """Return the theoretical per-coordinate variances of W, T and R (module docstring).
@@ -164,15 +236,15 @@ def copy_variances(
         epsilon: Total budget ε.
         epsilon1: W's budget, 0 < ε₁ < ε.
         c: Def. 1's c.
-        calibration: ``"proven"`` or ``"paper"``.
+        neighbouring: ``"moved-items"`` or ``"l1-distance"`` (the scale's reading).
         weighting: ``"min-variance"`` or ``"printed"``.
     """
     eps = check_epsilon(epsilon)
     e1 = check_epsilon(epsilon1, "epsilon1")
     if not e1 < eps:
         raise InvalidParameterError(f"epsilon1 must be < epsilon = {eps:g}, got {e1:g}")
-    b1 = laplace_scale(e1, c, calibration)
-    b2 = laplace_scale(eps - e1, c, calibration)
+    b1 = laplace_scale(e1, c, neighbouring)
+    b2 = laplace_scale(eps - e1, c, neighbouring)
     a = combine_weight(e1, eps - e1, weighting)
     return CopyVariances(
         w=2 * b1 * b1,
@@ -237,17 +309,19 @@ class HistogramLaplaceRandomizer:
     Args:
         epsilon: The copy's budget ε > 0.
         c: Def. 1's neighbouring fraction, in (0, 1].
-        calibration: ``"proven"`` (b = c/ε, the default) or ``"paper"`` (b = 2c/ε).
+        neighbouring: The reading of Def. 1 the copy is ε-hLDP for:
+            ``"moved-items"`` (b = 2c/ε, Alg. 1; the default, ε-hLDP under both
+            readings) or ``"l1-distance"`` (b = c/ε).
 
     Attributes:
         scale: The Laplace scale b.
     """
 
-    def __init__(self, epsilon: float, c: float, *, calibration: str = "proven") -> None:
+    def __init__(self, epsilon: float, c: float, *, neighbouring: str = "moved-items") -> None:
         self.epsilon = check_epsilon(epsilon)
         self.c = check_c(c)
-        self.calibration: Calibration = _check_calibration(calibration)
-        self.scale = laplace_scale(self.epsilon, self.c, self.calibration)
+        self.neighbouring: Neighbouring = check_neighbouring(neighbouring)
+        self.scale = laplace_scale(self.epsilon, self.c, self.neighbouring)
 
     @property
     def variance(self) -> float:

@@ -50,7 +50,7 @@ SCHEMA_VERSIONS: Mapping[str, int] = {
     "simulation": 1,
     "demo": 1,
     "segmented-release": 1,
-    "per-user-report": 1,
+    "per-user-report": 2,
     "account-bounds": 1,
     "account-calibrate": 1,
     "account-compose": 1,

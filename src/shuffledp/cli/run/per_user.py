@@ -5,8 +5,10 @@ per user and class, optional count column) or the wide layout (``--wide``:
 one row per user, one column per class). Output: one estimated histogram per
 user, a wide table (the user id column, then one column per class, users in
 input order), as CSV or Parquet, and a JSON report holding the guarantee and
-the parameters only: the worst-case (ε, 0, c)-hDP per user. Group labels and
-sizes never enter the release; a summary of group sizes goes to stderr.
+the parameters only: the worst-case (ε, 0, c)-hDP per user, under the reading
+of Def. 1 given by ``--neighbouring`` (moved items by default; the report
+states it in words). Group labels and sizes never enter the release; a
+summary of group sizes goes to stderr.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from shuffledp.data.per_user import (
     load_wide_histograms,
 )
 from shuffledp.protocols.per_user import PerUserHistograms, PerUserRun
-from shuffledp.randomizers.laplace import CALIBRATIONS, WEIGHTINGS, check_c
+from shuffledp.randomizers.laplace import NEIGHBOURINGS, WEIGHTINGS, check_c
 from shuffledp.schemas import schema_id
 from shuffledp.shuffler.grouped import CLUSTERINGS, EMBEDDINGS
 
@@ -113,14 +115,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         type=number,
         help="neighbouring fraction c in (0, 1] of Def. 1: histograms with the same total s "
-        "that differ in at most floor(c s) counts are protected",
+        "that differ in at most floor(c s) counts are protected (--neighbouring says how "
+        "counts differ)",
+    )
+    privacy.add_argument(
+        "--neighbouring",
+        choices=NEIGHBOURINGS,
+        default="moved-items",
+        help="the reading of Def. 1 the guarantee holds for. moved-items (default): up to "
+        "floor(c s) items moved from one class to another (||H - H'||_1 <= 2 floor(c s)); "
+        "Laplace scale 2c/epsilon per copy as Alg. 1 prints it, which also covers the other "
+        "reading. l1-distance: ||H - H'||_1 <= floor(c s); scale c/epsilon (half the noise), "
+        "but only 2 epsilon if items may move",
     )
     privacy.add_argument(
         "--calibration",
-        choices=CALIBRATIONS,
-        default="proven",
-        help="proven: Laplace scale c/epsilon per copy, what Def. 1 needs (default); paper: "
-        "2c/epsilon as Alg. 1 prints it (twice the noise)",
+        default=None,
+        help=argparse.SUPPRESS,
     )
     privacy.add_argument(
         "--weighting",
@@ -249,6 +260,13 @@ def _check_layout(args: argparse.Namespace) -> None:
 
 
 def _protocol(args: argparse.Namespace) -> PerUserHistograms:
+    if args.calibration is not None:
+        raise InvalidParameterError(
+            f"--calibration was replaced by --neighbouring (got --calibration "
+            f"{args.calibration}): the old default 'proven' (Laplace scale c/epsilon) is "
+            "--neighbouring l1-distance, 'paper' (2c/epsilon) is --neighbouring moved-items, "
+            "now the default"
+        )
     epsilon = checked(check_epsilon, args.epsilon, "--epsilon")
     epsilon1 = checked(check_epsilon, args.epsilon1, "--epsilon1")
     if not epsilon1 < epsilon:
@@ -281,7 +299,7 @@ def _protocol(args: argparse.Namespace) -> PerUserHistograms:
         epsilon,
         epsilon1,
         c,
-        calibration=args.calibration,
+        neighbouring=args.neighbouring,
         weighting=args.weighting,
         clustering=args.clustering,
         clusters=args.clusters,
@@ -445,7 +463,8 @@ def execute(args: argparse.Namespace) -> int:
         print(
             f"shuffledp run per-user: {run.n} users, {len(data.classes)} classes (domain: "
             f"{data.domain_source}), ({privacy['epsilon']:g}, 0, {protocol.c:g})-hDP per user "
-            f"[{privacy['method']}], release {protocol.release!r}; estimates {output}, "
+            f"with {protocol.neighbouring} neighbours [{privacy['method']}], release "
+            f"{protocol.release!r}; estimates {output}, "
             f"{destination}",
             file=sys.stderr,
         )
