@@ -124,11 +124,13 @@ def stored_counts(deployment: Deployment) -> np.ndarray:
         store.close()
 
 
-def _task(protocol: str, min_batch_users: int, one_each: bool) -> tuple[Task, Any]:
+def _task(
+    protocol: str, min_batch_users: int, one_each: bool, domain: list[str] = DOMAIN
+) -> tuple[Task, Any]:
     """A fresh task (new id and key) with the calibration of a cached one."""
-    cache_key = (protocol, min_batch_users)
+    cache_key = (protocol, min_batch_users, tuple(domain))
     if cache_key not in _TASKS:
-        _TASKS[cache_key] = create_task(protocol, DOMAIN, 1.0, 1e-6, min_batch_users)
+        _TASKS[cache_key] = create_task(protocol, domain, 1.0, 1e-6, min_batch_users)
     template, _ = _TASKS[cache_key]
     from dataclasses import replace
 
@@ -156,9 +158,11 @@ def make_deployment(
     shuffler_env: dict[str, str] | None = None,
     analyzer_env: dict[str, str] | None = None,
     shuffler_args: list[str] | None = None,
+    analyzer_args: list[str] | None = None,
     start: bool = True,
     shuffler_store: str | None = None,
     analyzer_store: str | None = None,
+    domain: list[str] = DOMAIN,
 ) -> Deployment:
     """Create a task's files in ``workdir`` and (by default) start both services.
 
@@ -168,7 +172,7 @@ def make_deployment(
     workdir.mkdir(parents=True, exist_ok=True)
     shuffler_store = shuffler_store or f"sqlite:///{workdir / 'shuffler.db'}"
     analyzer_store = analyzer_store or f"sqlite:///{workdir / 'analyzer.db'}"
-    task, key = _task(protocol, min_batch_users, one_submission_per_client)
+    task, key = _task(protocol, min_batch_users, one_submission_per_client, domain)
     save_task(task, workdir / "task.json")
     save_private_key(key, workdir / "analyzer.key")
     forward_token = f"forward-secret-{task.task_id}"
@@ -191,6 +195,7 @@ def make_deployment(
             "--key", str(workdir / "analyzer.key"),
             "--store", analyzer_store,
             "--forward-token-file", str(workdir / "forward.token"),
+            *(analyzer_args or []),
         ],
         workdir,
         env=analyzer_env,

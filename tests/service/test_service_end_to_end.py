@@ -55,7 +55,7 @@ def test_counts_equal_the_clients_messages_and_release_has_the_run_shape(
     assert release["n"] == 300 and release["messages"] == statistic.sum()
     assert release["protocol"] == protocol and release["domain"] == DOMAIN
     privacy = release["privacy"]
-    assert privacy["n"] == 100  # the smallest batch
+    assert privacy["n"] == 100  # min_batch_users: the honest users each batch holds
     assert privacy["epsilon"] == 1.0 and privacy["delta"] <= 1e-6 == privacy["target_delta"]
     assert privacy["calibration"] == "exact" and privacy["covers_release"]
     assert any("exactly one batch" in a for a in privacy["assumptions"])

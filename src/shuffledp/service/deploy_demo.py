@@ -116,7 +116,8 @@ def run_deploy_demo(
     privacy = result["privacy"]
     print(
         f"published: ({privacy['epsilon']:g}, {privacy['delta']:.3g})-DP certified "
-        f"[{privacy['method']}] for the batch of {result['service']['smallest_batch_users']} users"
+        f"[{privacy['method']}] for {result['service']['min_batch_users']} honest users per "
+        f"batch (the batch holds {result['service']['smallest_batch_users']} submissions)"
     )
     print()
     print(f"{'value':>7s}{'true':>9s}{'estimate':>11s}{'± 95%':>9s}{'error':>9s}")

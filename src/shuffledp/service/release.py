@@ -2,12 +2,21 @@
 
 The estimate is computed over every aggregated batch: the protocol is rebuilt
 for N = all their users (:func:`~shuffledp.service.task.build_protocol`) and
-its estimator applied to the summed counts. The privacy report is that of the
-smallest batch, of m users: every user is in exactly one batch, the other
-batches do not depend on its value, so its guarantee is its batch's; and a
-batch of m ≥ ``min_batch_users`` users is certified at m (at least as private
-as at ``min_batch_users``, by post-processing). The report states this among
-its assumptions.
+its estimator applied to the summed counts.
+
+The privacy report is certified for n = ``min_batch_users`` users, whatever
+the batches' sizes. Every user is in exactly one batch and the other batches
+do not depend on its value, so its guarantee is its batch's. A batch's
+stated size m counts every submission, the adversary's included, and a
+submission the adversary made itself hides nobody: the shuffle-model bound
+holds for the users who follow the protocol, and the task promises only that
+a batch holds ``min_batch_users`` of them (the assumption the report states).
+A batch of m ≥ n submissions of which at least n are honest is at least as
+private as n honest users alone (the other m − n reports can be handed to the
+adversary: post-processing), so the δ certified at n covers it; the δ at m
+would not (with k-RR over 3 values, ε₀ calibrated for (1, 10⁻⁶) at n = 1000
+and m = 2000, δ(m) ≤ 4.86·10⁻¹¹ while 1000 honest users alone have δ ≥ 9.87·10⁻⁷, a
+lower bound; ``tests/service/test_service_release.py`` recomputes both).
 """
 
 from __future__ import annotations
@@ -44,13 +53,14 @@ def _context(task: Task, totals: AggregateTotals, smallest: int) -> ReleaseConte
         )
     assumptions = (
         one_each,
-        f"every user is in exactly one batch and its guarantee is that of its batch "
-        f"(the other batches do not depend on its value); it is stated for the smallest "
-        f"batch, of {smallest} users; a larger batch is at least as private (its extra "
-        "users' reports could be handed to the adversary: post-processing)",
+        "every user is in exactly one batch and its guarantee is that of its batch "
+        "(the other batches do not depend on its value)",
         f"each batch holds at least {task.min_batch_users} users who follow the protocol "
-        "(min_batch_users): submissions an adversary makes itself count towards a batch's "
-        "size but hide nobody",
+        f"(min_batch_users), and the guarantee is certified for exactly {task.min_batch_users} "
+        f"such users: a batch's size counts every submission (the smallest batch holds "
+        f"{smallest}), and submissions an adversary makes itself count towards it but hide "
+        "nobody; honest users beyond the minimum only add privacy (their reports could be "
+        "handed to the adversary: post-processing)",
         "the shuffler is trusted: it does not reveal who sent which message, in which order "
         "or how many messages each submission held, and it does not collude with the analyzer",
     )
@@ -80,12 +90,11 @@ def build_release(task: Task, totals: AggregateTotals) -> dict[str, Any]:
     labels = list(task.domain)
     at_total = build_protocol(task, totals.n_users)
     estimate = at_total.estimate(totals.counts, labels)
-    at_smallest = build_protocol(task, totals.smallest_batch_users)
+    # Certified at the honest users the task promises, not at the batch's submissions.
+    certified = build_protocol(task, task.min_batch_users)
     context = _context(task, totals, totals.smallest_batch_users)
-    if isinstance(at_smallest, FlipProtocol):
-        flip_cal = replace(
-            at_smallest.calibration, method=task.calibration, target_delta=task.delta
-        )
+    if isinstance(certified, FlipProtocol):
+        flip_cal = replace(certified.calibration, method=task.calibration, target_delta=task.delta)
         run = ProtocolRun(
             "flip",
             estimate,
@@ -96,8 +105,8 @@ def build_release(task: Task, totals: AggregateTotals) -> dict[str, Any]:
         )
         result = flip_run_to_dict(run, flip_cal, context)
     else:
-        assert isinstance(at_smallest, KRRProtocol)
-        krr_cal = replace(at_smallest.calibration, method=task.calibration, target_delta=task.delta)
+        assert isinstance(certified, KRRProtocol)
+        krr_cal = replace(certified.calibration, method=task.calibration, target_delta=task.delta)
         run = ProtocolRun(
             "krr",
             estimate,

@@ -20,6 +20,7 @@ import sys
 import time
 
 from shuffledp.cli._common import writable, write_atomically
+from shuffledp.cli.analyzer.publish import RELEASE_FILE_MODE
 
 NAME = "aggregate"
 HELP = "decrypt and count exported batches on a backend (local or Spark), write the release"
@@ -83,6 +84,7 @@ def execute(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     else:
         write_atomically(output, text)
+        output.chmod(RELEASE_FILE_MODE)  # a public document
     if not args.quiet:
         counts = result.counts
         privacy = release["privacy"]
@@ -90,7 +92,8 @@ def execute(args: argparse.Namespace) -> int:
             f"shuffledp analyzer aggregate [{args.backend}]: {counts.messages} messages of "
             f"{release['n']} users in {len(dataset.batches)} batch(es) in {seconds:.1f} s "
             f"({setup:.1f} s start-up); ({privacy['epsilon']:g}, {privacy['delta']:.3g})-DP "
-            f"certified for the smallest batch of {dataset.smallest_batch_users} users "
+            f"certified for {task.min_batch_users} honest users per batch (min_batch_users; "
+            f"smallest batch {dataset.smallest_batch_users} submissions) "
             f"[{privacy['method']}]; result: {output or 'stdout'}",
             file=sys.stderr,
         )

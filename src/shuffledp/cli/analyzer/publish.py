@@ -13,6 +13,9 @@ import sys
 
 from shuffledp.cli._common import writable, write_atomically
 
+#: Mode of a release file: public, readable by everyone.
+RELEASE_FILE_MODE = 0o644
+
 NAME = "publish"
 HELP = "write the estimate and its privacy report from the analyzer's store"
 
@@ -50,12 +53,14 @@ def execute(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     else:
         write_atomically(output, text)
+        output.chmod(RELEASE_FILE_MODE)  # a public document
     if not args.quiet:
         privacy = result["privacy"]
         print(
             f"shuffledp analyzer publish: {result['n']} users in {totals.n_batches} batch(es), "
-            f"({privacy['epsilon']:g}, {privacy['delta']:.3g})-DP certified for the smallest "
-            f"batch of {totals.smallest_batch_users} users [{privacy['method']}]; result: "
+            f"({privacy['epsilon']:g}, {privacy['delta']:.3g})-DP certified for "
+            f"{task.min_batch_users} honest users per batch (min_batch_users; smallest batch "
+            f"{totals.smallest_batch_users} submissions) [{privacy['method']}]; result: "
             f"{output or 'stdout'}",
             file=sys.stderr,
         )
