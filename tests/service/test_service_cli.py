@@ -158,6 +158,21 @@ def test_client_submit_serve_errors_and_publish(deploy, tmp_path, capsys):
         "belongs to the analyzer",
     )  # fmt: skip
     _assert_bad([*serve, "--store", "postgresql://db"], capsys, "must name its database")
+    keyed = [*serve, "--store", f"sqlite:///{tmp_path / 's.db'}", "--token-key-file",
+             str(dep.workdir / "token.key")]  # fmt: skip
+    for flag, value, fragment in (
+        ("--header-timeout", "0", "--header-timeout must be a positive number of seconds, got 0"),
+        ("--body-timeout", "inf", "--body-timeout must be a positive number of seconds, got inf"),
+        ("--max-connections", "0", "--max-connections must be an integer >= 1, got 0"),
+    ):
+        _assert_bad([*keyed, flag, value], capsys, fragment)
+    _assert_bad(
+        ["serve", "analyzer", "--task", task_file, "--key", str(dep.workdir / "analyzer.key"),
+         "--store", f"sqlite:///{tmp_path / 'a.db'}", "--listen", "127.0.0.1:0",
+         "--forward-token-file", str(dep.workdir / "forward.token"), "--max-batch-users", "99"],
+        capsys,
+        "--max-batch-users must be an integer >= 100, got 99",
+    )  # fmt: skip
     _assert_bad(
         ["serve", "analyzer", "--task", task_file, "--key", str(dep.workdir / "forward.token"),
          "--store", f"sqlite:///{tmp_path / 'a.db'}",

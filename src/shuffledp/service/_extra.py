@@ -9,5 +9,11 @@ __all__ = ["require_service_extra"]
 
 def require_service_extra() -> None:
     """Raise :class:`~shuffledp.MissingExtraError` naming the extra if a dependency is missing."""
-    for module in ("cryptography.hazmat.primitives.hpke", "starlette", "uvicorn", "httpx"):
+    for module in (
+        "cryptography.hazmat.primitives.hpke",
+        "starlette",
+        "uvicorn",
+        "httptools",
+        "httpx",
+    ):
         require(module, extra="service")

@@ -1,7 +1,10 @@
 """Run a service's Starlette app under uvicorn, and the HTTP helpers both services share.
 
 Logging: uvicorn's access log is off, so no client address or request line is
-ever written; the services log batch-level events only.
+ever written; the services log batch-level events only. Connections are
+served by :class:`~shuffledp.service._http.GuardedProtocol` (header size and
+deadlines, body deadline, connection cap); a client that goes away while
+sending its body is counted (``client_disconnected``), not logged.
 """
 
 from __future__ import annotations
@@ -12,19 +15,22 @@ import logging
 import socket
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
 from shuffledp._validation import InvalidParameterError
+from shuffledp.service.limits import ConnectionLimits
 
 __all__ = [
     "BackgroundWorker",
     "BodyTooLargeError",
     "RejectedError",
     "configure_logging",
+    "connection_stats",
     "error_response",
     "parse_json",
     "parse_listen",
@@ -128,12 +134,20 @@ def store_unavailable_response() -> JSONResponse:
     )
 
 
+def connection_stats(request: Request) -> dict[str, int]:
+    """What the connection limits did (``{}`` when the app is not run by :func:`serve`)."""
+    stats = getattr(request.app.state, "connections", None)
+    return {} if stats is None else dict(stats.snapshot())
+
+
 async def read_body(request: Request, limit: int) -> bytes:
     """Read the request body, refusing more than ``limit`` bytes without buffering them.
 
     Raises:
         BodyTooLargeError: If Content-Length or the bytes received exceed ``limit``.
-        RejectedError: On an unreadable Content-Length (400).
+        RejectedError: On an unreadable Content-Length (400), or when the client
+            disconnects or misses the body deadline before the body is complete
+            (400 ``client_disconnected``; nobody reads the answer, the metrics count it).
     """
     declared = request.headers.get("content-length")
     if declared is not None:
@@ -147,11 +161,16 @@ async def read_body(request: Request, limit: int) -> bytes:
             raise BodyTooLargeError(limit)
     chunks: list[bytes] = []
     received = 0
-    async for chunk in request.stream():
-        received += len(chunk)
-        if received > limit:
-            raise BodyTooLargeError(limit)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            received += len(chunk)
+            if received > limit:
+                raise BodyTooLargeError(limit)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise RejectedError(
+            400, "client_disconnected", "the client went away before its body was complete"
+        ) from None
     return b"".join(chunks)
 
 
@@ -186,18 +205,40 @@ def serve(
     port_file: Path | None = None,
     ssl_certfile: str | None = None,
     ssl_keyfile: str | None = None,
+    limits: ConnectionLimits | None = None,
 ) -> None:
     """Serve ``app`` on ``listen`` until SIGINT/SIGTERM (graceful: the app's shutdown runs).
 
+    The connection limits' counters are put in ``app.state.connections``
+    (a :class:`~shuffledp.service._http.ConnectionStats`) for the metrics.
+    The soft limit on open files is raised so that ``limits.max_connections``
+    fit (the cap is lowered, with a warning, where the hard limit does not allow it).
+
     Args:
-        app: The ASGI application.
+        app: The ASGI (Starlette) application.
         listen: ``HOST:PORT``; port 0 binds a free port.
         port_file: Written with the bound port once the socket is bound (for
             scripts and tests that started the service on port 0).
         ssl_certfile: Serve HTTPS with this certificate chain.
         ssl_keyfile: Its private key.
+        limits: Header, body and connection limits (default :class:`ConnectionLimits`).
     """
     import uvicorn
+
+    from shuffledp.service._http import ConnectionStats, guarded_protocol, raise_fd_limit
+
+    limits = limits or ConnectionLimits()
+    allowed = raise_fd_limit(limits.max_connections)
+    if allowed < limits.max_connections:
+        _log.warning(
+            "the open-file limit allows %d connections, not %d: the cap is %d",
+            allowed,
+            limits.max_connections,
+            allowed,
+        )
+        limits = replace(limits, max_connections=allowed)
+    stats = ConnectionStats()
+    app.state.connections = stats
 
     host, port = parse_listen(listen)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -220,6 +261,8 @@ def serve(
         proxy_headers=False,
         server_header=False,
         lifespan="on",
+        http=guarded_protocol(limits, stats),
+        ws="none",
         timeout_graceful_shutdown=10,
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,

@@ -21,9 +21,15 @@ aggregated; a restart resumes the batches not yet marked. Each batch is
 therefore counted exactly once whatever crashes.
 
 What the analyzer can check. The number of users in a batch is the
-shuffler's word (as in the shuffle model, n is public); the analyzer checks
-that the messages are not more than that many users can send, and for k-RR
-(one message per user) that they are exactly as many.
+shuffler's word (as in the shuffle model, n is public; the release's
+guarantee does not depend on it, see :mod:`~shuffledp.service.release`). The
+analyzer checks that it is between ``min_batch_users`` and the most users a
+shuffler that follows the protocol puts in one batch (``max_batch_users``: it
+cuts a batch as soon as ``min_batch_users`` wait, so a batch holds at most
+``min_batch_users`` − 1 plus one request's submissions, 1000 by default), that
+the messages are not more than that many users can send, and for k-RR (one
+message per user) that they are exactly as many. Bodies larger than such a
+batch can be are refused on their Content-Length, or as soon as they pass it.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import logging
+import math
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -47,6 +54,7 @@ from starlette.routing import Route
 from shuffledp.service._server import (
     BackgroundWorker,
     RejectedError,
+    connection_stats,
     error_response,
     parse_json,
     read_body,
@@ -54,7 +62,7 @@ from shuffledp.service._server import (
 )
 from shuffledp.service._testhooks import crash_point
 from shuffledp.service.release import NothingToPublishError, publish
-from shuffledp.service.shuffler import BATCH_FORMAT
+from shuffledp.service.shuffler import BATCH_FORMAT, DEFAULT_MAX_SUBMISSIONS_PER_REQUEST
 from shuffledp.service.store import (
     Aggregation,
     AnalyzerStore,
@@ -63,23 +71,59 @@ from shuffledp.service.store import (
     StoreError,
 )
 from shuffledp.service.store_common import content_digest
-from shuffledp.service.task import Task, is_id
+from shuffledp.service.task import MAX_BATCH_USERS, Task, is_id
 from shuffledp.service.wire import CIPHERTEXT_LENGTH, MessageOpener, WireError, b64decode_exact
 
-__all__ = ["DEFAULT_MAX_BATCH_BYTES", "Aggregator", "create_analyzer_app", "parse_batch"]
+__all__ = [
+    "Aggregator",
+    "batch_body_bytes",
+    "create_analyzer_app",
+    "default_max_batch_users",
+    "parse_batch",
+]
 
 _log = logging.getLogger("shuffledp.service.analyzer")
 
-#: Default largest batch request body.
-DEFAULT_MAX_BATCH_BYTES = 512 * 1024 * 1024
+#: Bytes of a batch document besides its base64 payload (format, ids, numbers), rounded up.
+_BATCH_JSON_OVERHEAD = 4096
 
 
-def parse_batch(data: Any, task: Task) -> ReceivedBatch:
+def default_max_batch_users(task: Task) -> int:
+    """The most users a shuffler with the default request limit puts in one batch.
+
+    The shuffler cuts a batch in the transaction that brings the users waiting
+    to ``min_batch_users``: before it, at most ``min_batch_users`` − 1 wait,
+    and one request adds at most ``--max-submissions-per-request`` (default
+    :data:`~shuffledp.service.shuffler.DEFAULT_MAX_SUBMISSIONS_PER_REQUEST`).
+    """
+    return min(MAX_BATCH_USERS, task.min_batch_users - 1 + DEFAULT_MAX_SUBMISSIONS_PER_REQUEST)
+
+
+def batch_body_bytes(task: Task, n_users: int) -> int:
+    """The largest request body of a batch of ``n_users`` users that follow the protocol.
+
+    Every user at ``max_messages_per_submission`` ciphertexts, base64-encoded,
+    plus the document's other fields.
+    """
+    payload = n_users * task.max_messages_per_submission * CIPHERTEXT_LENGTH
+    return 4 * math.ceil(payload / 3) + _BATCH_JSON_OVERHEAD
+
+
+def parse_batch(data: Any, task: Task, *, max_batch_users: int | None = None) -> ReceivedBatch:
     """Check a batch document; return what to store.
 
+    Args:
+        data: The parsed JSON body.
+        task: The task.
+        max_batch_users: Most users a batch may state (default
+            :func:`default_max_batch_users`).
+
     Raises:
-        RejectedError: With the status and reason of the first problem found.
+        RejectedError: With the status and reason of the first problem found
+            (422 ``batch_too_small`` / ``batch_too_large`` for a number of
+            users outside ``[min_batch_users, max_batch_users]``).
     """
+    most_users = default_max_batch_users(task) if max_batch_users is None else max_batch_users
     if not isinstance(data, dict) or data.get("format") != BATCH_FORMAT:
         raise RejectedError(
             400, "invalid_batch", f"body must be an object with format {BATCH_FORMAT!r}"
@@ -100,6 +144,12 @@ def parse_batch(data: Any, task: Task) -> ReceivedBatch:
             422,
             "batch_too_small",
             f"a batch needs at least {task.min_batch_users} users, this one states {n_users}",
+        )
+    if n_users > most_users:
+        raise RejectedError(
+            422,
+            "batch_too_large",
+            f"n_users must be at most {most_users} (max_batch_users), this batch states {n_users}",
         )
     try:
         payload = b64decode_exact(data.get("payload"), None, "payload")
@@ -185,7 +235,8 @@ def create_analyzer_app(
     store: AnalyzerStore,
     *,
     forward_token: str,
-    max_body_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    max_batch_users: int | None = None,
+    max_body_bytes: int | None = None,
 ) -> Starlette:
     """Return the analyzer's Starlette application (see the module docstring).
 
@@ -196,8 +247,15 @@ def create_analyzer_app(
         private_key: The analyzer's private key (checked against the task by the caller).
         store: Its state.
         forward_token: The bearer secret the shuffler sends with every batch.
-        max_body_bytes: Largest batch request (413 above).
+        max_batch_users: Most users a batch may state (422 above; default
+            :func:`default_max_batch_users`).
+        max_body_bytes: Largest batch request (413 above; default
+            :func:`batch_body_bytes` of ``max_batch_users``).
     """
+    if max_batch_users is None:
+        max_batch_users = default_max_batch_users(task)
+    if max_body_bytes is None:
+        max_body_bytes = batch_body_bytes(task, max_batch_users)
     aggregator = Aggregator(task, private_key, store)
     rejected: Counter[str] = Counter()
     counters: Counter[str] = Counter()
@@ -210,7 +268,7 @@ def create_analyzer_app(
 
     def ingest(body: bytes) -> tuple[int, dict[str, Any]]:
         try:
-            batch = parse_batch(parse_json(body), task)
+            batch = parse_batch(parse_json(body), task, max_batch_users=max_batch_users)
             new = store.add_batch(batch)
         except RejectedError as exc:
             count(exc.reason, reason=True)
@@ -270,7 +328,7 @@ def create_analyzer_app(
             return store_unavailable_response()
         with lock:
             snapshot = {**counters, "rejected": dict(rejected)}
-        return JSONResponse({**snapshot, **stored})
+        return JSONResponse({**snapshot, **stored, "connections": connection_stats(request)})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

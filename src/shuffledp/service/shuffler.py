@@ -61,6 +61,7 @@ from starlette.routing import Route
 from shuffledp.service._server import (
     BackgroundWorker,
     RejectedError,
+    connection_stats,
     error_response,
     parse_json,
     read_body,
@@ -508,7 +509,9 @@ def create_shuffler_app(
         except StoreError as exc:
             _log.error("store unavailable: %s", exc)
             return store_unavailable_response()
-        return JSONResponse({**metrics.snapshot(), **stats})
+        return JSONResponse(
+            {**metrics.snapshot(), **stats, "connections": connection_stats(request)}
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

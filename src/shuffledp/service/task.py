@@ -56,6 +56,7 @@ from shuffledp.service.wire import (
 )
 
 __all__ = [
+    "MAX_BATCH_USERS",
     "MESSAGE_TAIL_PROBABILITY",
     "PROTOCOLS",
     "TASK_FORMAT",
@@ -82,6 +83,9 @@ TASK_SCHEMA = schema_id("task")
 PROTOCOLS: tuple[str, ...] = ("flip", "krr")
 #: An honest FLIP client exceeds ``max_messages_per_submission`` with at most this probability.
 MESSAGE_TAIL_PROBABILITY = 1e-30
+#: Largest ``min_batch_users`` (and number of users in a batch) the services handle:
+#: 2**40 users per batch keep every sum of users over batches far below 2**63.
+MAX_BATCH_USERS = 2**40
 
 Protocol = Literal["flip", "krr"]
 
@@ -287,7 +291,9 @@ class Task:
                 raise TaskError("task domain is too large for the message format")
             check_epsilon(self.epsilon, "task epsilon")
             check_delta(self.delta, "task delta")
-            check_int(self.min_batch_users, "task min_batch_users", minimum=2)
+            check_int(
+                self.min_batch_users, "task min_batch_users", minimum=2, maximum=MAX_BATCH_USERS
+            )
             check_int(self.max_messages_per_submission, "max_messages_per_submission", minimum=1)
             if not isinstance(self.one_submission_per_client, bool):
                 raise TaskError("one_submission_per_client must be true or false")
@@ -356,7 +362,7 @@ def create_task(
     if protocol not in PROTOCOLS:
         raise InvalidParameterError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     labels = tuple(check_domain(list(domain)))
-    n = check_int(min_batch_users, "min_batch_users", minimum=2)
+    n = check_int(min_batch_users, "min_batch_users", minimum=2, maximum=MAX_BATCH_USERS)
     key = X25519PrivateKey.generate()
     common: dict[str, Any] = {
         "task_id": new_id(),

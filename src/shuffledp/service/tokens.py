@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from pathlib import Path
 
@@ -37,6 +38,7 @@ __all__ = [
 
 _KEY_BYTES = 32
 _DOMAIN = b"shuffledp-token/1"
+_TOKEN = re.compile("[0-9a-f]{32}[.][0-9a-f]{64}")
 
 
 class TokenError(DataError):
@@ -91,11 +93,10 @@ def verify_token(key: bytes, task_id: str, token: object) -> str:
     Raises:
         TokenError: If the token is malformed or its MAC does not verify.
     """
-    if not isinstance(token, str) or len(token) != 32 + 1 + 64 or token[32] != ".":
-        raise TokenError("malformed client token")
+    if not isinstance(token, str) or _TOKEN.fullmatch(token) is None:
+        raise TokenError("malformed client token: expected 32 hex digits, '.', 64 hex digits")
     client_id, mac = token[:32], token[33:]
-    if not all(c in "0123456789abcdef" for c in client_id):
-        raise TokenError("malformed client token")
-    if not hmac.compare_digest(mac, _mac(key, task_id, client_id)):
+    # Both are ASCII now (compare_digest refuses str with other characters).
+    if not hmac.compare_digest(mac.encode("ascii"), _mac(key, task_id, client_id).encode("ascii")):
         raise TokenError("client token does not verify for this task")
     return client_id

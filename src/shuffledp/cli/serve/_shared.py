@@ -3,45 +3,91 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
-from shuffledp._validation import check_int
-from shuffledp.cli._common import checked, integer, writable
+from shuffledp._validation import InvalidParameterError, check_int
+from shuffledp.cli._common import checked, integer, number, writable
 
 __all__ = ["add_server_arguments", "run_server", "server_settings"]
 
 
 def add_server_arguments(
-    parser: argparse.ArgumentParser, *, default_listen: str, max_body_help: str
+    parser: argparse.ArgumentParser,
+    *,
+    default_listen: str,
+    max_body_help: str,
+    default_body_timeout: float,
 ) -> None:
-    """Declare ``--listen``, ``--max-body-bytes``, ``--port-file`` and the TLS options."""
+    """Declare ``--listen``, the request and connection limits, ``--port-file`` and TLS options."""
+    from shuffledp.service.limits import (
+        DEFAULT_HEADER_TIMEOUT,
+        DEFAULT_MAX_CONNECTIONS,
+        MAX_HEADER_BYTES,
+    )
+
     parser.add_argument(
         "--listen",
         default=default_listen,
         help=f"HOST:PORT (default {default_listen}; port 0: any)",
     )
     parser.add_argument("--max-body-bytes", type=integer, default=None, help=max_body_help)
+    parser.add_argument(
+        "--header-timeout",
+        type=number,
+        default=DEFAULT_HEADER_TIMEOUT,
+        metavar="SECONDS",
+        help="a request's line and headers (at most "
+        f"{MAX_HEADER_BYTES // 1024} KiB, 431 above) must arrive within this time of its "
+        f"first byte (408 otherwise; default {DEFAULT_HEADER_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=number,
+        default=default_body_timeout,
+        metavar="SECONDS",
+        help="a request's body must arrive within this time of its headers "
+        f"(408 otherwise; default {default_body_timeout:g})",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=integer,
+        default=DEFAULT_MAX_CONNECTIONS,
+        help="most open connections; above it, the one waiting longest on its client is "
+        f"closed (default {DEFAULT_MAX_CONNECTIONS})",
+    )
     parser.add_argument("--port-file", default=None, help="write the bound port here")
     parser.add_argument("--ssl-certfile", default=None, help="serve HTTPS with this certificate")
     parser.add_argument("--ssl-keyfile", default=None, help="the certificate's private key")
 
 
+def _seconds(value: float, flag: str) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise InvalidParameterError(f"{flag} must be a positive number of seconds, got {value!r}")
+    return value
+
+
 def server_settings(args: argparse.Namespace, default_max_body: int) -> tuple[int, Path | None]:
-    """Check ``--max-body-bytes`` and ``--port-file``; return the body limit and the port file.
+    """Check ``--max-body-bytes``, the limits and ``--port-file``; return the body limit and file.
 
     Raises:
-        InvalidParameterError: If the limit is below 1024 or the port file cannot be written.
+        InvalidParameterError: If the body limit is below 1024, a timeout is not
+            positive, the connection cap is below 1 or the port file cannot be written.
     """
     max_body = default_max_body
     if args.max_body_bytes is not None:
         max_body = checked(check_int, args.max_body_bytes, "--max-body-bytes", minimum=1024)
+    _seconds(args.header_timeout, "--header-timeout")
+    _seconds(args.body_timeout, "--body-timeout")
+    checked(check_int, args.max_connections, "--max-connections", minimum=1)
     return max_body, writable(args.port_file, "--port-file")
 
 
 def run_server(app: Any, args: argparse.Namespace, port_file: Path | None) -> None:
     """Serve ``app`` on ``--listen`` (HTTPS with ``--ssl-certfile``) until interrupted."""
     from shuffledp.service._server import serve
+    from shuffledp.service.limits import ConnectionLimits
 
     serve(
         app,
@@ -49,4 +95,9 @@ def run_server(app: Any, args: argparse.Namespace, port_file: Path | None) -> No
         port_file=port_file,
         ssl_certfile=args.ssl_certfile,
         ssl_keyfile=args.ssl_keyfile,
+        limits=ConnectionLimits(
+            header_timeout=args.header_timeout,
+            body_timeout=args.body_timeout,
+            max_connections=args.max_connections,
+        ),
     )

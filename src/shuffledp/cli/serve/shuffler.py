@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
 from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.cli._common import checked, integer
@@ -30,10 +31,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="client-token key (required when the task admits one submission per client)",
     )
     parser.add_argument(
-        "--max-submissions-per-request", type=integer, default=None, help="default 1000"
+        "--max-submissions-per-request",
+        type=integer,
+        default=None,
+        help="default 1000 (more makes batches larger than the analyzer admits by default: "
+        "give the analyzer --max-batch-users min_batch_users - 1 + this)",
     )
     add_server_arguments(
-        parser, default_listen="127.0.0.1:8080", max_body_help="largest request (default 4 MiB)"
+        parser,
+        default_listen="127.0.0.1:8080",
+        max_body_help="largest request (default 4 MiB)",
+        default_body_timeout=60.0,
     )
     parser.set_defaults(handler=execute)
 
@@ -68,6 +76,14 @@ def execute(args: argparse.Namespace) -> int:
             "the task admits one submission per client: --token-key-file is required"
         )
     configure_logging()
+    if max_subs > shuffler.DEFAULT_MAX_SUBMISSIONS_PER_REQUEST:
+        logging.getLogger("shuffledp.service").warning(
+            "--max-submissions-per-request %d: batches may hold up to %d users; start the "
+            "analyzer with --max-batch-users %d or it refuses them (422)",
+            max_subs,
+            task.min_batch_users - 1 + max_subs,
+            task.min_batch_users - 1 + max_subs,
+        )
     store = open_shuffler_store(args.store, task.task_id)
     app = shuffler.create_shuffler_app(
         task,
