@@ -10,10 +10,22 @@ awaits the write's future (:meth:`SQLiteDatabase.write_future`) instead of
 blocking a thread. Readers use their own short-lived connections and see the
 last committed state.
 
-``secure_delete`` is on, so ciphertexts dropped from the shuffler's
-submissions (once batched) are overwritten rather than left in free pages, and
-the WAL is checkpointed and truncated after each batch is cut. Savepoint
-journals stay in memory (``temp_store = MEMORY``), never in temporary files.
+What the shuffler's files hold. Until a batch is cut, the files hold every
+waiting submission (id and ciphertexts) and, with tokens, its client id, in
+arrival order: the WAL appends each commit's pages after the previous ones,
+and a commit holds a request's submissions together with their client ids,
+so whoever reads the files can order the submissions and link each client id
+to its submission (:mod:`shuffledp.service.disk_audit` does it;
+``tests/service/test_service_disk.py`` checks it). The cut erases that:
+``secure_delete`` is on, so what it deletes is overwritten with zeros, not
+left in free pages; it deletes the waiting submissions' rows and writes their
+ids back in id order without ciphertexts, writes the table of used client ids
+again in id order (inside a page, rows otherwise keep the order in which they
+were inserted), and the WAL is checkpointed and truncated after the commit,
+and again once the analyzer has acknowledged the batch and its payload is
+erased. Savepoint journals stay in memory (``temp_store = MEMORY``), never in
+temporary files. Files are created with mode 0600 (and ``-wal``/``-shm`` with
+them); an existing store's files are set to 0600 when it is opened.
 
 Every database records its role and task id in a ``meta`` table and refuses to
 be opened for another role or task.
@@ -23,6 +35,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -130,6 +143,48 @@ CREATE TABLE IF NOT EXISTS metrics(name TEXT PRIMARY KEY, value INTEGER NOT NULL
 )
 
 
+#: Mode of a store's files: the owner's only (SQLite creates ``-wal`` and ``-shm``
+#: with the database file's mode).
+STORE_FILE_MODE = 0o600
+
+
+def _create_private(path: Path) -> None:
+    """Create a missing database file with mode 0600 (SQLite would make it 0644).
+
+    Raises:
+        StoreError: If it cannot be created.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, STORE_FILE_MODE)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot create store {str(path)!r}: {exc.strerror}") from None
+    try:
+        os.fchmod(fd, STORE_FILE_MODE)  # exactly 0600, whatever the umask
+    finally:
+        os.close(fd)
+
+
+def _restrict_mode(path: Path) -> None:
+    """Set mode 0600 on a store's file and its ``-wal`` and ``-shm`` (once it is known ours).
+
+    SQLite creates ``-wal`` and ``-shm`` with the database file's mode, so a
+    store created 0600 keeps them 0600; this also narrows a store created
+    0644 by an earlier version.
+
+    Raises:
+        StoreError: If a mode cannot be set.
+    """
+    for suffix in ("", "-wal", "-shm"):
+        companion = path.with_name(path.name + suffix)
+        try:
+            if companion.exists() and companion.stat().st_mode & 0o777 != STORE_FILE_MODE:
+                companion.chmod(STORE_FILE_MODE)
+        except OSError as exc:
+            raise StoreError(f"cannot set the mode of {str(companion)!r}: {exc.strerror}") from None
+
+
 @dataclass
 class _Job(Generic[T]):
     run: Callable[[sqlite3.Connection], T]
@@ -162,8 +217,11 @@ class SQLiteDatabase:
         else:
             if not (self.path.parent if str(self.path.parent) else Path(".")).is_dir():
                 raise StoreError(f"directory of store {str(self.path)!r} does not exist")
+            _create_private(self.path)
             self._initialise(schema, role, task_id)
         self._check_meta(role, task_id)
+        if not read_only:
+            _restrict_mode(self.path)
         self._queue: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
         self._checkpoint_requested = False
         self._writer: threading.Thread | None = None
@@ -362,9 +420,13 @@ class SQLiteDatabase:
         if self._checkpoint_requested or any(job.checkpoint for job in jobs):
             self._checkpoint_requested = False
             try:
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                (busy, _, _) = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             except sqlite3.Error as exc:  # pragma: no cover - best effort
                 _log.warning("WAL checkpoint failed: %s", exc)
+                busy = 1
+            if busy:  # pragma: no cover - a reader outlived the busy timeout
+                _log.warning("WAL checkpoint incomplete; retried after the next write")
+                self._checkpoint_requested = True
 
 
 def _placeholders(count: int) -> str:
@@ -436,26 +498,59 @@ def _cut(
     """Batch every waiting submission if at least ``min_users`` wait.
 
     Runs inside the caller's transaction: the permuted messages go to the
-    outbox and the submissions' messages are set to NULL. ``waiting`` is the
-    unbatched counter when the caller has just read it in this transaction.
+    outbox, and the waiting submissions' rows are deleted and written again in
+    the order of their (random) ids, without messages; with ``secure_delete``
+    the old rows are overwritten. The table of used client ids is written
+    again in the order of the ids too (:func:`_rewrite_used_clients`). So once
+    the WAL is checkpointed and truncated after the commit, the order in which
+    rows were written inside a page no longer follows arrival order. ``waiting``
+    is the unbatched counter when the caller has just read it in this transaction.
     """
     if (_waiting(conn) if waiting is None else waiting) < min_users:
         return None
-    rows = conn.execute("SELECT messages FROM submissions WHERE batch_id IS NULL").fetchall()
+    rows = conn.execute(
+        "SELECT submission_id, messages FROM submissions WHERE batch_id IS NULL"
+    ).fetchall()
     if len(rows) < min_users:  # pragma: no cover - the counter is transactional
         raise StoreError(f"unbatched counter says {_waiting(conn)}, found {len(rows)} rows")
-    batch = new_outbox_batch([row[0] for row in rows], permute)
+    batch = new_outbox_batch([row[1] for row in rows], permute)
     conn.execute(
         "INSERT INTO batches(batch_id, payload, n_users, n_messages, sent) VALUES (?, ?, ?, ?, 0)",
         (batch.batch_id, batch.payload, batch.n_users, batch.n_messages),
     )
-    conn.execute(
-        "UPDATE submissions SET messages = NULL, batch_id = ? WHERE batch_id IS NULL",
-        (batch.batch_id,),
-    )
+    conn.execute("DELETE FROM submissions WHERE batch_id IS NULL")
+    ids = sorted(str(row[0]) for row in rows)
+    per_statement = _CHUNK // 2
+    for start in range(0, len(ids), per_statement):
+        chunk = ids[start : start + per_statement]
+        conn.execute(
+            "INSERT INTO submissions(submission_id, messages, batch_id) VALUES "
+            + ",".join(["(?, NULL, ?)"] * len(chunk)),
+            [value for sid in chunk for value in (sid, batch.batch_id)],
+        )
+    _rewrite_used_clients(conn)
     conn.execute("UPDATE counters SET value = 0 WHERE name = 'unbatched'")
     crash_point("cut-before-commit")
     return batch
+
+
+def _rewrite_used_clients(conn: sqlite3.Connection) -> None:
+    """Write the used client ids again, in the order of the ids (inside the caller's transaction).
+
+    Rows inserted one request after another sit in their pages in arrival
+    order; after this, in id order. The cost grows with the number of used ids.
+    """
+    if conn.execute("SELECT 1 FROM used_clients LIMIT 1").fetchone() is None:
+        return
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS cut_clients(client_id TEXT) ")
+    conn.execute("DELETE FROM temp.cut_clients")
+    conn.execute("INSERT INTO temp.cut_clients SELECT client_id FROM used_clients")
+    conn.execute("DELETE FROM used_clients")
+    conn.execute(
+        "INSERT INTO used_clients(client_id) SELECT client_id FROM temp.cut_clients "
+        "ORDER BY client_id"
+    )
+    conn.execute("DELETE FROM temp.cut_clients")
 
 
 class SQLiteShufflerStore:
@@ -545,10 +640,13 @@ class SQLiteShufflerStore:
 
     def mark_sent(self, batch_id: str) -> None:
         """See :meth:`ShufflerStore.mark_sent`."""
+        # Checkpointed, so that the payload's pages are zeroed in the database file
+        # itself, not only in the WAL.
         self.db.write(
             lambda conn: conn.execute(
                 "UPDATE batches SET sent = 1, payload = NULL WHERE batch_id = ?", (batch_id,)
-            )
+            ),
+            checkpoint=True,
         )
 
     def stats(self) -> dict[str, int]:

@@ -22,11 +22,15 @@ Two implementations, chosen by the store URL (:func:`open_shuffler_store`,
 What is stored, on purpose and no more. Shuffler: submission id, its
 ciphertexts until the submission is batched (then NULL: only the id is kept,
 for deduplication), the batch it went to; batches waiting to be forwarded;
-used client ids (one submission per client), not linked to submissions. No IP
-address, header or timestamp anywhere. Analyzer: batches as received (permuted
-ciphertexts, number of users), per-batch counts, and counters. (PostgreSQL's
-files also keep old row versions, the WAL, and the rows' arrival order: see
-:mod:`shuffledp.service.postgres_store`.)
+used client ids (one submission per client), in a table of their own with no
+column that names a submission. No IP address, header or timestamp anywhere.
+Analyzer: batches as received (permuted ciphertexts, number of users),
+per-batch counts, and counters. The tables do not link a client id to its
+submission, but the files do until the batch is cut: they hold the rows in
+arrival order, a request's client ids next to its submissions (see
+:mod:`shuffledp.service.sqlite_store` for what the cut erases, and
+:mod:`shuffledp.service.postgres_store`, whose files keep the order after the
+cut too).
 """
 
 from __future__ import annotations

@@ -1,0 +1,111 @@
+"""What the services leave on disk: file modes, and the shuffler's files read as an attacker would.
+
+Tolerances of the no-leak checks come from the statistics' laws when byte
+offsets do not depend on arrival order (see :mod:`shuffledp.service.disk_audit`):
+|ρ| ≤ 5/√(n − 1) and |z| ≤ 5 (each exceeded with probability below 10⁻⁶ under
+that law), and at most 8 right pairs (9 or more: about 10⁻⁶).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+
+import pytest
+from _deploy import DOMAIN, wait_until
+
+from shuffledp.cli import main
+from shuffledp.service.disk_audit import linked_pairs, order_leak, read_files
+from shuffledp.service.tokens import issue_tokens
+
+pytestmark = pytest.mark.slow
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o000])
+def test_stores_are_0600_and_releases_0644_whatever_the_umask(deploy, tmp_path, capsys, umask):
+    previous = os.umask(umask)  # the services inherit it, and so does publish
+    try:
+        dep = deploy("krr", min_batch_users=100)
+        dep.client(seed=2).submit_many([DOMAIN[i % 5] for i in range(100)], per_request=25)
+        dep.wait_aggregated(100)
+        out = tmp_path / "release.json"
+        code = main(
+            ["analyzer", "publish", "--task", str(dep.workdir / "task.json"),
+             "--store", f"sqlite:///{dep.analyzer_db}", "--output", str(out), "--quiet"]
+        )  # fmt: skip
+    finally:
+        os.umask(previous)
+    assert code == 0
+    stores = sorted(dep.workdir.glob("shuffler.db*")) + sorted(dep.workdir.glob("analyzer.db*"))
+    names = {p.name for p in stores}
+    assert {"shuffler.db", "shuffler.db-wal", "shuffler.db-shm", "analyzer.db"} <= names
+    assert {p.name: _mode(p) for p in stores} == {name: 0o600 for name in names}
+    assert _mode(out) == 0o644
+    assert _mode(dep.workdir / "task.json") == 0o644
+    assert _mode(dep.workdir / "analyzer.key") == 0o600
+
+
+def test_a_store_left_0644_by_an_earlier_version_is_narrowed_when_opened(tmp_path):
+    from shuffledp.service.sqlite_store import SQLiteShufflerStore
+    from shuffledp.service.store import NewSubmission
+
+    path = tmp_path / "old.db"
+    store = SQLiteShufflerStore(path, "a" * 32)
+    store.submit([NewSubmission("b" * 32, b"x" * 53)], min_batch_users=10, permute=bytes)
+    files = sorted(tmp_path.glob("old.db*"))
+    assert {p.name for p in files} == {"old.db", "old.db-wal", "old.db-shm"}
+    for p in files:
+        p.chmod(0o644)
+    reopened = SQLiteShufflerStore(path, "a" * 32)
+    try:
+        assert {p.name: _mode(p) for p in files} == {p.name: 0o600 for p in files}
+    finally:
+        reopened.close()
+        store.close()
+
+
+def test_the_shuffler_files_hold_arrival_order_until_the_cut_and_not_after(deploy):
+    """Before the cut the files link each client id to its submission; after it they do not."""
+    users = 150
+    dep = deploy("krr", min_batch_users=users, one_submission_per_client=True)
+    tokens = issue_tokens(dep.token_key, dep.task.task_id, users)
+    client = dep.client(token=tokens[0])
+    subs = []
+    for i in range(users - 1):  # one request per user, as devices send them
+        subs += client.submit_many([DOMAIN[i % 5]], per_request=1, tokens=[tokens[i]])
+    files = [dep.workdir / f"shuffler.db{suffix}" for suffix in ("", "-wal", "-shm")]
+    sids = [s.submission_id for s in subs]
+    clients = [t.split(".")[0] for t in tokens]
+
+    # Before the cut: the WAL holds every submission and its client id, commit after commit.
+    before = read_files(files)
+    for ids in (sids, clients[: users - 1]):
+        leak = order_leak(before, ids)
+        assert leak.found == users - 1 and leak.spearman > 0.99
+    assert linked_pairs(before, sids, clients[: users - 1]) >= users - 5
+    ciphertexts = [s.ciphertexts[0] for s in subs]
+    assert all(c in before for c in ciphertexts)
+
+    # The last user completes the batch; once it is cut, sent and the WAL truncated ...
+    subs += client.submit_many(["red"], per_request=1, tokens=[tokens[-1]])
+    sids.append(subs[-1].submission_id)
+    wait_until(lambda: dep.shuffler_metrics()["batches_acknowledged"] == 1, what="batch sent")
+    wal = dep.workdir / "shuffler.db-wal"
+    wait_until(lambda: wal.stat().st_size == 0, what="the WAL checkpointed and truncated")
+    after = read_files(files)  # (the service runs: a copy of a live disk)
+    # ... the ids are there (deduplication needs them), no ciphertext is, ...
+    assert not any(c in after for c in [*ciphertexts, subs[-1].ciphertexts[0]])
+    limit = 5 / math.sqrt(users - 1)
+    for ids in (sids, clients):
+        leak = order_leak(after, ids)
+        assert leak.found == users
+        # ... and their byte offsets no longer follow arrival order, in the file or in a page,
+        assert abs(leak.spearman) <= limit, leak
+        assert abs(leak.within_page_z) <= 5, leak
+    # ... nor pair a client id with its submission.
+    assert linked_pairs(after, sids, clients) <= 8
