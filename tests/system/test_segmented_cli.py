@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from shuffledp.cli import main
+from shuffledp.schemas import validate
 
 ITEMS = "A,B,C,D,E,F"
 
@@ -156,6 +157,44 @@ def test_account_segmented_json_and_table(capsys):
     code, out, err = _run([*argv, "--padding"], capsys)
     assert code == 0, err
     assert "message domain 17" in out and "paper lambda" in out
+
+
+def test_account_segmented_shows_no_lower_bound_where_none_exists(capsys):
+    # d = 3 < 3s without padding: no pair of datasets has room for the construction, and the
+    # first level has no user. The table shows "-", the JSON null (and validates).
+    argv = [
+        "account",
+        "segmented",
+        "--n",
+        "30",
+        "--domain-size",
+        "3",
+        "--levels",
+        "0.5,1",
+        "--shares",
+        "0,1",
+        "--items-per-user",
+        "2",
+        "--delta",
+        "0.1",
+        "--blanket",
+        "0.5",
+    ]
+    code, out, err = _run(argv, capsys)
+    assert code == 0, err
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["0.5"], ["1"])]
+    assert len(rows) == 2 and all(row[4] == "-" for row in rows)
+    code, out, err = _run([*argv, "--json"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    validate(result)
+    assert [level["lower_bound_delta"] for level in result["levels"]] == [None, None]
+    # With padding (d' = 4) one slot fits: the populated level gets a number, the empty none.
+    code, out, err = _run([*argv, "--padding", "--json"], capsys)
+    assert code == 0, err
+    levels = json.loads(out)["levels"]
+    assert levels[0]["lower_bound_delta"] is None
+    assert 0 <= levels[1]["lower_bound_delta"] <= levels[1]["delta"]
 
 
 def _bad(argv, capsys, out: Path | None = None):

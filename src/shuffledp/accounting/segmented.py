@@ -34,6 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
@@ -47,7 +48,13 @@ from shuffledp._validation import (
     check_int,
     check_probability,
 )
-from shuffledp.accounting._binomial import DEFAULT_TAIL, binomial_pmf, binomial_window
+from shuffledp.accounting._binomial import (
+    DEFAULT_TAIL,
+    Window,
+    binomial_pmf,
+    binomial_window,
+    convolve,
+)
 from shuffledp.accounting.hockey_stick import certified_hockey_stick
 from shuffledp.accounting.mixture import mixture_delta
 from shuffledp.accounting.poisson import poisson_delta
@@ -65,6 +72,7 @@ __all__ = [
     "item_delta",
     "level_delta",
     "level_lower_bound",
+    "lower_bound_slots",
     "optimize_parameters",
     "paper_report_probability",
     "thm3_group_delta",
@@ -358,10 +366,17 @@ def paper_report_probability(
     return lo
 
 
-#: Largest grid (cells) the whole-set lower bound builds; above it the one-slot bound is used.
-_WHOLE_SET_CELLS = 4_000_000
-#: Mass a lower bound's windows may leave out: dropping points only lowers a divergence.
-_LOWER_TAIL = 1e-14
+#: Largest work (grid cells × terms per cell, ~3 ns each) a lower bound does; above
+#: it the one-slot pair is tried.
+_LOWER_BOUND_WORK = 300_000_000
+#: Output cells computed at a time (bounds the temporary arrays).
+_LOWER_BOUND_CHUNK = 1 << 19
+#: Mass each binomial window of a lower bound leaves out on each side (a Bernstein
+#: bound), and of the split's tails (Hoeffding's): charged e^ε times, so far below any δ.
+_LOWER_TAIL = 1e-40
+#: Noise entries below this are set to 0 (no subnormal number enters the sums); charged as mass.
+_NEGLIGIBLE = 1e-280
+_UNIT = 2.0**-53
 
 
 def level_lower_bound(
@@ -373,53 +388,258 @@ def level_lower_bound(
     n: int,
     blanket_rate: float,
     variant: Variant = "paper",
-) -> float:
-    """δ(ε) of a concrete pair of datasets at this level: what the certificate cannot beat.
+    padding: bool = False,
+    others: Sequence[tuple[float, int]] | None = None,
+) -> float | None:
+    """δ(ε) of a concrete pair of neighbouring datasets at this level: a lower bound, or ``None``.
 
-    The victim's whole set changes to a disjoint set and no other user holds
-    those 2s items; the view is reduced to (A, B), the numbers of messages on
-    the first and on the second set (a post-processing, so its δ is a lower
-    bound on that pair's). Blanket messages fall on either set with probability
-    γs/d′ each; the victim adds Bin(s, λ) to A under the first dataset and to B
-    under the second (``paper``), or, per slot, its item with probability λ and
-    a uniform item otherwise (``dummy``; the other users' dummy items are left
-    out, which lowers the bound further). Summed exactly on a grid when it has
-    at most 4e6 cells; otherwise one slot changing, with the two counts of
-    Lemma 3's pair. Rounded down.
+    The pair (Wang et al., "Segmented private data aggregation in the
+    multi-message shuffle model", Alg. 2 with Thm 3's neighbouring relation:
+    one user's set changes, every level stays): the
+    victim changes t of its s slots from a set S₀ to a disjoint set S₁ of t
+    real items and keeps its other s − t items; no other user holds an item
+    of S₀ ∪ S₁. That needs room in the domain of d real items: with padding
+    t = min(s, ⌊d/2⌋) (the other users' sets and the victim's kept slots may
+    be padding); without, the others need s items outside S₀ ∪ S₁, so
+    t = min(s, ⌊(d − s)/2⌋). When t = 0 no such pair exists and the result is
+    ``None`` (no lower bound), never a number above the truth.
+
+    The view is reduced to (A, B), the numbers of messages on S₀ and on S₁ (a
+    post-processing of the multiset of messages, so its δ is at most the
+    pair's). Everything that lands there is in it: every user's blanket tries
+    (n⌈m⌉, each on S₀ ∪ S₁ with probability 2γt/d′) and, for ``dummy``, the
+    uniform dummy item of every unreported slot (the victim's kept slots and
+    all of the other users' slots, at their own λ: removing that noise would
+    raise δ). Those messages fall on S₀ or S₁ with probability ½ each, so
+    their law is P[T = a + b]·C(a + b, a)/2^{a+b} with T their total (a
+    convolution of binomials). The victim's t changing slots add its exact
+    law on (A, B) under each dataset (mirror images of each other, so
+    H_ε(P‖Q) = H_ε(Q‖P) and one direction is summed).
+
+    Summed exactly on the grid of (A, B) that holds all but ~1e-40 of the
+    noise (Bernstein windows for T, Hoeffding's bound for the split), with at
+    most 4e6 cells; the left-out noise mass is charged e^ε times and the
+    floating-point error by :func:`~shuffledp.accounting.hockey_stick.certified_hockey_stick`,
+    so the result is rounded down. A larger grid falls back to t = 1 (one
+    slot), and then, for ``paper``, to the one-slot pair of the two counts
+    with the blanket alone (exact for that pair); ``dummy`` returns ``None``.
+
+    Args:
+        epsilon: ε of the level (the whole set's).
+        report_probability: λ of the victim's level.
+        message_domain: d′ (the real items plus the padding symbol when padding is on).
+        items: s.
+        n: Number of users (the victim included).
+        blanket_rate: m.
+        variant: ``"paper"`` or ``"dummy"``.
+        padding: Whether the message domain holds the padding symbol.
+        others: (λ, users) for the other n − 1 users, by level; ``None``: all at
+            the victim's λ. Only ``dummy`` depends on them (their dummy items).
+
+    Returns:
+        The rounded-down δ of the pair, or ``None`` when the domain leaves no
+        room for the construction (or, for ``dummy``, the grid is too large).
+
+    Raises:
+        InvalidParameterError: On a bad parameter, or ``others`` not summing to n − 1.
     """
     epsilon = check_epsilon(epsilon)
-    lam = check_probability(report_probability, "report_probability", high=1.0 + 1e-12)
-    d = check_int(message_domain, "message_domain", minimum=2)
+    d_msg = check_int(message_domain, "message_domain", minimum=2)
     s = check_int(items, "items", minimum=1)
+    n = check_int(n, "n", minimum=1)
     variant = _check_variant(variant)
     potential, gamma = blanket_tries(n, blanket_rate)
-    if 2 * s > d:
-        s = d // 2  # two disjoint sets of s items must fit in the domain
-    p_set = gamma * s / d
-    window = binomial_window(potential, min(1.0, 2.0 * p_set), _LOWER_TAIL)
-    # Grid (a, b) around the blanket's mean split.
-    half = max(1, math.ceil(window.hi / 2.0 + 8.0 * math.sqrt(window.hi / 4.0 + 1.0)))
-    low = max(0, math.floor(window.lo / 2.0 - 8.0 * math.sqrt(window.hi / 4.0 + 1.0)))
-    size = half - low + 1 + s
-    if size * size > _WHOLE_SET_CELLS or p_set <= 0:
-        return _one_slot_lower_bound(epsilon, lam, d, potential, gamma, variant)
-    a = np.arange(low, low + size, dtype=np.float64)
-    grid_a, grid_b = np.meshgrid(a, a, indexing="ij")
-    total = grid_a + grid_b
-    blanket = binomial_pmf(total, potential, min(1.0, 2.0 * p_set)) * binomial_pmf(
-        grid_a, total, 0.5
+    if report_probability == 0:
+        return 0.0  # the victim's messages never depend on its set: the views agree
+    lam = min(1.0, check_probability(report_probability, "report_probability", high=1.0 + 1e-12))
+    other_users = _other_users(others, lam, n)
+    changed = lower_bound_slots(d_msg, s, padding=padding)
+    if changed < 1:
+        return None
+    tries = math.ceil(blanket_rate)
+    for t in dict.fromkeys((changed, 1)):
+        noise = _lower_bound_noise(
+            t, s, lam, d_msg, potential, gamma, tries, blanket_rate, variant, other_users
+        )
+        value = _grid_lower_bound(epsilon, noise, _victim_laws(lam, t, d_msg, variant)[0])
+        if value is not None:
+            return value
+    if variant == "paper":
+        return _lemma3_item_delta(epsilon, lam, d_msg, potential, gamma, "down")
+    return None
+
+
+def lower_bound_slots(message_domain: int, items: int, *, padding: bool = False) -> int:
+    """t: the victim's slots a lower-bound pair can change (:func:`level_lower_bound`).
+
+    The victim moves t slots from S₀ to a disjoint S₁ of real items and no
+    other user may hold an item of S₀ ∪ S₁: with padding, t = min(s, ⌊d/2⌋)
+    (the others' sets may be padding); without, the others need s items
+    outside S₀ ∪ S₁, so t = min(s, ⌊(d − s)/2⌋). 0 when no such pair exists.
+    """
+    d_msg = check_int(message_domain, "message_domain", minimum=2)
+    s = check_int(items, "items", minimum=1)
+    d = d_msg - (1 if padding else 0)
+    return min(s, d // 2) if padding else min(s, max(0, d - s) // 2)
+
+
+def _other_users(
+    others: Sequence[tuple[float, int]] | None, lam: float, n: int
+) -> dict[float, int]:
+    """The other n − 1 users as {λ: users}, checked."""
+    if others is None:
+        return {lam: n - 1} if n > 1 else {}
+    out: dict[float, int] = {}
+    for other_lam, users in others:
+        if not (math.isfinite(other_lam) and 0.0 <= other_lam <= 1.0):
+            raise InvalidParameterError(
+                f"others' report probabilities must lie in [0, 1], got {other_lam!r}"
+            )
+        count = check_int(users, "others' users", minimum=0)
+        if count:
+            out[float(other_lam)] = out.get(float(other_lam), 0) + count
+    if sum(out.values()) != n - 1:
+        raise InvalidParameterError(
+            f"others must hold the other n - 1 = {n - 1} users, got {sum(out.values())}"
+        )
+    return out
+
+
+def _lower_bound_noise(
+    t: int,
+    s: int,
+    lam: float,
+    d_msg: int,
+    potential: int,
+    gamma: float,
+    tries: int,
+    blanket_rate: float,
+    variant: Variant,
+    other_users: dict[float, int],
+) -> Window:
+    """T: the messages that land on S₀ ∪ S₁ without depending on the victim's set.
+
+    A sum of independent Bernoulli variables (blanket tries, and for ``dummy``
+    unreported slots): each part's window, convolved, then cut to T's own
+    Bernstein window (both cuts are counted in ``dropped``).
+    """
+    rate = 2.0 * gamma * t / d_msg
+    # 1 − rate without cancellation: (d′ − 2t + 2t(1 − γ))/d′, 1 − γ = (⌈m⌉ − m)/⌈m⌉.
+    complement = (d_msg - 2 * t + 2 * t * ((tries - blanket_rate) / tries)) / d_msg
+    parts = [(potential, min(1.0, rate), max(0.0, complement))]
+    if variant == "dummy":
+        slots: dict[float, int] = {}
+        for other_lam, users in other_users.items():
+            slots[other_lam] = slots.get(other_lam, 0) + s * users
+        if s > t:
+            slots[lam] = slots.get(lam, 0) + (s - t)  # the victim's kept slots
+        for slot_lam, count in sorted(slots.items()):
+            if count and slot_lam < 1.0:
+                dummy_rate = 2.0 * (1.0 - slot_lam) * t / d_msg
+                parts.append((count, dummy_rate, (d_msg - 2 * t + 2 * t * slot_lam) / d_msg))
+    noise = binomial_window(*parts[0][:2], _LOWER_TAIL, parts[0][2])
+    for count, part_rate, part_complement in parts[1:]:
+        noise = convolve(noise, binomial_window(count, part_rate, _LOWER_TAIL, part_complement))
+    if len(parts) == 1:
+        return noise
+    # Bernstein for T itself (every term within 1 of its mean): each side beyond
+    # mean ± h holds at most the tail.
+    mean = sum(count * p for count, p, _ in parts)
+    var = sum(count * p * c for count, p, c in parts)
+    log_inv = math.log(1.0 / _LOWER_TAIL)
+    half = log_inv / 3.0 + math.sqrt((log_inv / 3.0) ** 2 + 2.0 * var * log_inv)
+    lo = max(noise.lo, math.floor(mean - half))
+    hi = min(noise.hi, math.ceil(mean + half))
+    return Window(
+        lo,
+        noise.pmf[lo - noise.lo : hi - noise.lo + 1].copy(),
+        noise.dropped + 2.0 * _LOWER_TAIL,
+        noise.rel_error,
     )
-    victim_first, victim_second = _victim_laws(lam, s, d, variant)
-    p = _shifted_sum(blanket, victim_first)
-    q = _shifted_sum(blanket, victim_second)
-    # Each cell: two Loader pmfs (2e-13 plus their means' conditioning) and a sum
-    # of (s + 1)² shifted products.
-    pmf_error = 2.0 * (2e-13 + 8.0 * 2.0**-53 * size) + ((s + 1) ** 2 + 2) * 2.0**-53
-    return certified_hockey_stick(p, q, epsilon, relative_error=pmf_error, rounding="down")
+
+
+def _grid_lower_bound(epsilon: float, noise: Window, victim: np.ndarray) -> float | None:
+    """H_ε of (A, B) = noise split ½/½ plus the victim's law (and its mirror), rounded down.
+
+    ``None`` when the work would exceed :data:`_LOWER_BOUND_WORK`.
+    """
+    t = victim.shape[0] - 1
+    top = noise.hi
+    # Hoeffding: P[|Bin(c, ½) − c/2| ≥ x] ≤ 2·exp(−2x²/c) ≤ tail for every c ≤ top.
+    x = math.sqrt(top * math.log(2.0 / _LOWER_TAIL) / 2.0)
+    low = max(0, math.floor(noise.lo / 2.0 - x))
+    high = min(top, math.ceil(top / 2.0 + x))
+    side = high - low + 1
+    terms = [(i, j) for i in range(t + 1) for j in range(t + 1) if victim[i, j] or victim[j, i]]
+    if (side + t) ** 2 * (2 * len(terms) + 12) > _LOWER_BOUND_WORK:
+        return None
+    # Noise left out: T's windows, the split's tails, and the entries set to 0.
+    dropped = noise.dropped + _LOWER_TAIL + side * side * _NEGLIGIBLE
+    # Each noise entry: T's pmf, the split's binomial (Loader's 2e-13 at the row's
+    # mode, then at most `side` ratio steps of 2 units each) and their product; each
+    # output cell adds (t + 1)² products of those with the victim's law (7 units
+    # per slot of its recursion) and their sum.
+    relative_error = (
+        noise.rel_error + 2e-13 + 8.0 * _UNIT * side + (7.0 * t + (t + 1) ** 2 + 10.0) * _UNIT
+    )
+    columns = np.arange(low, high + 1, dtype=np.float64)
+    rows_per_chunk = max(1, _LOWER_BOUND_CHUNK // (side + t))
+    parts: list[float] = []
+    for first in range(low, high + t + 1, rows_per_chunk):
+        last = min(first + rows_per_chunk, high + t + 1) - 1  # output rows first..last
+        src_lo, src_hi = max(low, first - t), min(high, last)
+        if src_lo > src_hi:
+            continue
+        a = np.arange(src_lo, src_hi + 1, dtype=np.float64)[:, None]
+        total = a + columns[None, :]
+        index = total.astype(np.int64) - noise.lo
+        inside = (index >= 0) & (index < noise.pmf.size)
+        base = np.zeros(total.shape)
+        base[inside] = noise.pmf[index[inside]]
+        base *= _half_split(a, columns)
+        base[base < _NEGLIGIBLE] = 0.0
+        p = np.zeros((last - first + 1, side + t))
+        q = np.zeros_like(p)
+        for i, j in terms:
+            out_lo, out_hi = max(first, src_lo + i), min(last, src_hi + i)
+            if out_lo > out_hi:
+                continue
+            block = base[out_lo - i - src_lo : out_hi - i - src_lo + 1]
+            rows = slice(out_lo - first, out_hi - first + 1)
+            if victim[i, j]:
+                p[rows, j : j + side] += victim[i, j] * block
+            if victim[j, i]:
+                q[rows, j : j + side] += victim[j, i] * block
+        parts.append(
+            certified_hockey_stick(
+                p, q, epsilon, relative_error=relative_error, rounding="down", both=False
+            )
+        )
+    total_value = math.fsum(parts) * (1.0 - 4.0 * _UNIT)
+    charge = math.exp(epsilon) * dropped * (1.0 + 4.0 * _UNIT)
+    return max(0.0, total_value - charge)
+
+
+def _half_split(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """P[Bin(a + b, ½) = a] for rows a (a column vector, each one of ``columns``) and columns b.
+
+    Loader's pmf at b = a (the row's mode), then the ratios (a + b)/(2b) to the
+    right and 2(b + 1)/(a + b + 1) to the left, multiplied out (one rounding each).
+    """
+    b = columns[None, :]
+    mode = binomial_pmf(rows, 2.0 * rows, 0.5, 0.5)
+    right = np.where(b > rows, (rows + b) / (2.0 * np.maximum(b, 1.0)), 1.0)
+    right = np.where(b == rows, mode, right)
+    left = np.where(b < rows, 2.0 * (b + 1.0) / (rows + b + 1.0), 1.0)
+    left = np.where(b == rows, mode, left)
+    up = np.cumprod(right, axis=1)
+    down = np.cumprod(left[:, ::-1], axis=1)[:, ::-1]
+    out: np.ndarray = np.where(b >= rows, up, down)
+    return out
 
 
 def _victim_laws(lam: float, s: int, d: int, variant: Variant) -> tuple[np.ndarray, np.ndarray]:
-    """The victim's law on (messages on the first set, on the second) under each dataset."""
+    """The victim's law on (messages on S₀, on S₁) under each dataset (s changing slots)."""
     law = np.zeros((s + 1, s + 1))
     law[0, 0] = 1.0
     if variant == "paper":
@@ -438,36 +658,6 @@ def _victim_laws(lam: float, s: int, d: int, variant: Variant) -> tuple[np.ndarr
             new[da:, db:] += weight * law[: s + 1 - da, : s + 1 - db]
         law = new
     return law, law.T.copy()
-
-
-def _shifted_sum(base: np.ndarray, shifts: np.ndarray) -> np.ndarray:
-    """Σ_{i,j} shifts[i, j]·base shifted by (i, j) (the law of a sum of two independent parts)."""
-    out = np.zeros_like(base)
-    rows, cols = base.shape
-    for i in range(shifts.shape[0]):
-        for j in range(shifts.shape[1]):
-            weight = shifts[i, j]
-            if weight > 0:
-                out[i:, j:] += weight * base[: rows - i, : cols - j]
-    return out
-
-
-def _one_slot_lower_bound(
-    epsilon: float, lam: float, d: int, potential: int, gamma: float, variant: Variant
-) -> float:
-    if variant == "paper":
-        return _lemma3_item_delta(epsilon, lam, d, potential, gamma, "down")
-    rate = 2.0 * gamma / d
-    absent = 1.0 - lam
-    pair = TwoCountPair(
-        blanket=potential,
-        rate=min(rate, 1.0),
-        w1=lam + absent / d,
-        w2=absent / d,
-        w0=absent * (d - 2) / d,
-        rate_complement=1.0 - rate,
-    )
-    return two_count_delta(pair, epsilon, rounding="down")
 
 
 def error_bound(
@@ -502,7 +692,9 @@ class LevelGuarantee:
         share: n_k/n.
         report_probability: λ_k.
         delta: The certified δ at E_k for this level's users (at most the target).
-        lower_bound_delta: δ of a concrete dataset pair (:func:`level_lower_bound`).
+        lower_bound_delta: δ of a concrete dataset pair (:func:`level_lower_bound`), or
+            ``None`` when none is available (a level without users, or a domain too
+            small for the construction).
         item_epsilon: ε′ = E_k/s of one slot.
         item_delta: The certified δ′ of one slot at ε′.
         paper_report_probability: λ that Eq. 7 with Lemma 3 would choose (a reproduction).
@@ -514,13 +706,13 @@ class LevelGuarantee:
     share: float
     report_probability: float
     delta: float
-    lower_bound_delta: float
+    lower_bound_delta: float | None
     item_epsilon: float
     item_delta: float
     paper_report_probability: float
     paper_delta: float
 
-    def to_dict(self) -> dict[str, float | int]:
+    def to_dict(self) -> dict[str, float | int | None]:
         """Return a JSON-serialisable dictionary."""
         return {
             "epsilon": self.epsilon,
@@ -740,7 +932,7 @@ def optimize_parameters(
         bound = error_bound(m, lams, counts, items=s, variant=variant)
     potential, gamma = blanket_tries(n, m)
     out = []
-    for eps, count, lam in zip(epsilons, counts, lams, strict=True):
+    for level_index, (eps, count, lam) in enumerate(zip(epsilons, counts, lams, strict=True)):
         item_eps = eps / s
         per_item = item_delta(
             item_eps,
@@ -752,8 +944,25 @@ def optimize_parameters(
             target=delta / _group_factor(item_eps, s),
         )
         certified = group_delta(per_item, item_eps, s)
-        lower = level_lower_bound(
-            eps, lam, message_domain=d_msg, items=s, n=n, blanket_rate=m, variant=variant
+        # The pair: one user of this level changes its set, the others keep their levels
+        # (none when the level has no user).
+        lower = (
+            level_lower_bound(
+                eps,
+                lam,
+                message_domain=d_msg,
+                items=s,
+                n=n,
+                blanket_rate=m,
+                variant=variant,
+                padding=padding,
+                others=[
+                    (other_lam, other - (1 if k == level_index else 0))
+                    for k, (other_lam, other) in enumerate(zip(lams, counts, strict=True))
+                ],
+            )
+            if count
+            else None
         )
         paper_lam = (
             paper_report_probability(eps, delta, message_domain=d_msg, items=s, n=n, blanket_rate=m)

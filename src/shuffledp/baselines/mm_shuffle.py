@@ -519,7 +519,14 @@ def calibrate_mm(
     same_as_alg2 = blanket == "alg2" or m <= 1.0 or m == math.floor(m)
     lower = (
         level_lower_bound(
-            epsilon, 1.0, message_domain=d_msg, items=s, n=n, blanket_rate=m, variant="paper"
+            epsilon,
+            1.0,
+            message_domain=d_msg,
+            items=s,
+            n=n,
+            blanket_rate=m,
+            variant="paper",
+            padding=padding,
         )
         if lower_bound and same_as_alg2
         else None

@@ -85,6 +85,7 @@ from shuffledp.accounting.segmented import (
     group_delta,
     item_delta,
     level_lower_bound,
+    lower_bound_slots,
     paper_report_probability,
 )
 from shuffledp.accounting.two_counts import TwoCountPair, two_count_delta
@@ -556,12 +557,20 @@ def _lemma3_slot_delta(epsilon: float, lam: float, d: int, blanket: int, gamma: 
 
 
 def whole_set_lower_delta(
-    epsilon: float, *, n: int, blanket_rate: float, message_domain: int, items: int
+    epsilon: float,
+    *,
+    n: int,
+    blanket_rate: float,
+    message_domain: int,
+    items: int,
+    padding: bool = False,
 ) -> float:
     """δ(ε) of a concrete dataset pair for Alg. 2 with λ = 1 (MM's shape): a lower bound.
 
-    The victim's whole set of s items changes to a disjoint one and no other
-    user holds those 2s items; the view is reduced to (A, B), the messages on
+    The victim's t slots change to disjoint items and no other user holds
+    those 2t items (t = s when the domain has room, see
+    :func:`~shuffledp.accounting.segmented.lower_bound_slots`; below read s
+    as t); the view is reduced to (A, B), the messages on
     the first and on the second set (post-processing, so this pair's δ is a
     lower bound on the mechanism's). Blanket messages land on the 2s items
     with probability 2γs/d′ each, so their number T is Bin(n⌈m⌉, 2γs/d′), the
@@ -573,12 +582,20 @@ def whole_set_lower_delta(
     :func:`~shuffledp.accounting.segmented.level_lower_bound`'s grid (the
     (A, B) ↔ (T, A) map is a bijection), at any size. T outside ±14σ is
     dropped (only lowers δ); the result is rounded down by 1e-6 relative.
+
+    Raises:
+        InvalidParameterError: If the domain has no room for such a pair (t = 0).
     """
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise InvalidParameterError(f"epsilon must be a finite number > 0, got {epsilon!r}")
     potential, gamma = blanket_tries(n, blanket_rate)
     d = check_int(message_domain, "message_domain", minimum=2)
-    s = min(check_int(items, "items", minimum=1), d // 2)
+    s = lower_bound_slots(d, items, padding=padding)
+    if s < 1:
+        raise InvalidParameterError(
+            f"no whole-set lower-bound pair exists for items={items} in a message domain of {d}"
+            + (" with padding" if padding else " without padding")
+        )
     p = min(1.0, 2.0 * gamma * s / d)
     mean = potential * p
     sd = math.sqrt(potential * p * (1.0 - p))
@@ -608,18 +625,20 @@ def whole_set_lower_delta(
     return float(np.sum(weight * np.clip(h, 0.0, None))) * (1.0 - 1e-6)
 
 
-_GapJob = tuple[int, int, int, float, float]
+_GapJob = tuple[int, int, int, bool, float, float]
 
 
 def _blanket_gap(job: _GapJob) -> dict[str, Any]:
     """The m certifying λ = 1 at (E, δ) against the least m the whole-set lower bound allows."""
-    n, s, d_msg, eps, delta = job
+    n, s, d_msg, padding, eps, delta = job
     m_cert, cert_delta = calibrate_blanket_rate(
         eps, delta, message_domain=d_msg, items=s, n=n, blanket="alg2"
     )
 
     def lower(m: float) -> float:
-        return whole_set_lower_delta(eps, n=n, blanket_rate=m, message_domain=d_msg, items=s)
+        return whole_set_lower_delta(
+            eps, n=n, blanket_rate=m, message_domain=d_msg, items=s, padding=padding
+        )
 
     # Geometric bisection for the m where the lower bound crosses δ (treated as falling in m).
     lo, hi = 1e-4, m_cert
@@ -838,7 +857,7 @@ def run_segmented_experiment(
     else:
         dummy_setting = None
     gap_jobs: list[_GapJob] = (
-        [(n, s, d_msg, eps, 0.01 / n) for n, s in settings for eps in levels]
+        [(n, s, d_msg, source.padding, eps, 0.01 / n) for n, s in settings for eps in levels]
         if config.blanket_gap
         else []
     )
@@ -1523,6 +1542,7 @@ def _lower_bounds_at_best(
                 items=s,
                 n=n,
                 blanket_rate=ours["best_m"],
+                padding=source.padding,
             )
             out.append(
                 {

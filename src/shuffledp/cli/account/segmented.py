@@ -137,14 +137,16 @@ def execute(args: argparse.Namespace) -> int:
     )
     print(header)
     for level in params.levels:
+        lower = "-" if level.lower_bound_delta is None else fmt(level.lower_bound_delta)
         print(
             f"{level.epsilon:>8g}{level.users:>10d}{fmt(level.report_probability):>11s}"
-            f"{fmt(level.delta):>12s}{fmt(level.lower_bound_delta):>13s}"
+            f"{fmt(level.delta):>12s}{lower:>13s}"
             f"{fmt(level.paper_report_probability):>14s}{fmt(level.paper_delta):>12s}"
         )
     print(
         "delta: certified upper bound at the level's epsilon; lower bound: delta of a concrete "
-        "pair of datasets; paper lambda: Eq. 7 with Lemma 3 (a reproduction, with the delta "
+        "pair of datasets ('-': none, e.g. the domain is too small for the pair or the level "
+        "has no user); paper lambda: Eq. 7 with Lemma 3 (a reproduction, with the delta "
         "our accountant certifies for it)"
     )
     return 0
