@@ -150,3 +150,24 @@ def test_generic_numerical_bounds_hold_for_random_randomizers():
                     )
             assert two_count_delta(vr_generic_pair(eps0, n), eps) >= worst - 1e-12
             assert two_count_delta(fmt2021_numeric_pair(eps0, n), eps) >= worst - 1e-12
+
+
+@pytest.mark.parametrize("beta", [1e-12, 1e-6, 1e-3, 0.01, 0.05, 0.099999, 0.1, 0.3, 2.0])
+def test_bennett_phi_matches_its_closed_form_in_high_precision(beta):
+    # φ(β) = (1 + β)ln(1 + β) − β ≈ β²/2: the series for small β once had its sign flipped,
+    # which gave φ < 0 and threw Bennett's tail away (sound, but loose by orders of magnitude).
+    import mpmath
+
+    from shuffledp.accounting.generic_bounds import _bennett_phi
+
+    with mpmath.workdps(60):
+        b = mpmath.mpf(beta)
+        exact = float((1 + b) * mpmath.log1p(b) - b)
+    assert _bennett_phi(beta) == pytest.approx(exact, rel=1e-12)
+
+
+def test_bennett_bound_has_no_jump_where_its_series_hands_over():
+    # β = a·b₊/c crosses 0.1 near ε = 0.28725 at ε₀ = 1: δ must move smoothly there.
+    below = bbgn2019_bennett_delta(0.28725, 1.0, 2000).value
+    above = bbgn2019_bennett_delta(0.28726, 1.0, 2000).value
+    assert 0 < above <= below <= above * 1.01

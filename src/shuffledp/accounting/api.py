@@ -22,7 +22,12 @@ from typing import Any
 from scipy.optimize import brentq
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
-from shuffledp.accounting.calibration import calibrate_flip_q, largest_passing
+from shuffledp.accounting.calibration import (
+    calibrate_flip_q,
+    largest_passing,
+    settle_epsilon,
+    settle_largest,
+)
 from shuffledp.accounting.methods import BEST, METHODS, Mechanism, Method, methods_for
 from shuffledp.privacy import BoundKind
 
@@ -160,11 +165,9 @@ def _result(
     )
 
 
-def _delta_for(
-    method: Method, mech: Mechanism, epsilon: float, target: float | None = None
-) -> AccountingResult:
-    # With the target a calibration compared against, report the very value it passed.
-    value = method.evaluate(epsilon, mech, target=target)
+def _delta_for(method: Method, mech: Mechanism, epsilon: float) -> AccountingResult:
+    # The public δ(ε): sums refined in full (no deciding target).
+    value = method.evaluate(epsilon, mech)
     if math.isnan(value.value):
         return _result(method, mech, epsilon, None, False, value.reason)
     return _result(method, mech, epsilon, value.value, value.certified, value.reason)
@@ -262,7 +265,30 @@ def _solve_epsilon(
     return lo if round_down else hi
 
 
+def _public_delta(method: Method, mech: Mechanism) -> Callable[[float], float]:
+    """The δ(ε) that :func:`delta` reports for this method (no target: sums refined in full)."""
+
+    def value(eps: float) -> float:
+        return method.evaluate(eps, mech).value
+
+    return value
+
+
+#: Relative precision of ε(δ): the reported ε is at most this far above the crossing.
+_EPSILON_PRECISION = 1e-6
+
+
 def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingResult:
+    """ε(δ) for one method, settled on the public δ(ε) (see below).
+
+    Upper bounds and reproductions: the smallest ε found (to a relative 1e-6)
+    at which the method's own δ(ε), as :func:`delta` reports it, is at most the
+    target; the row's δ is that value. A cheaper mode (deciding sums, a curve
+    built near the answer) only proposes the candidate: the answer is settled
+    on the public δ (:func:`shuffledp.accounting.calibration.settle_epsilon`).
+    Lower bounds: the largest ε found at which the lower bound still exceeds
+    the target (so the true ε(δ) is above it); the row's δ is the lower bound there.
+    """
     eps_max = 50.0
     if mech.epsilon0 is not None and method.bound is not BoundKind.REPRODUCTION:
         # Method.evaluate gives δ = 0 at ε ≥ ε₀ for upper and lower bounds alike:
@@ -270,17 +296,21 @@ def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingRe
         # smaller reaches δ.
         eps_max = min(eps_max, mech.epsilon0)
     probe = method.evaluate(eps_max, mech)
+    if not math.isnan(probe.value) and method.bound is BoundKind.LOWER:
+        # At ε ≥ ε₀ every lower bound is 0 whatever its range: look below ε₀.
+        probe = method.evaluate(eps_max / 2.0, mech)
     if math.isnan(probe.value):
-        return _result(method, mech, None, target, False, probe.reason)
+        return _result(method, mech, None, None, False, probe.reason)
     if probe.value > target:
         return _result(
             method,
             mech,
             None,
-            target,
+            None,
             False,
             f"no epsilon up to {eps_max:g} reaches delta={target:g}",
         )
+    public = _public_delta(method, mech)
     start: float | None = None
     if method.hint is not None:
         # A cheap bound near this one brackets the crossing tightly; any number
@@ -296,11 +326,12 @@ def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingRe
             start = _solve_epsilon(
                 deciding, target, eps_max, round_down=False, start=start, precision=0.05
             )
+    candidate: float | None = None
+    slope: float | None = None
     if method.curve_fn is not None and method.bound is BoundKind.UPPER:
         # Build the sum's blocks once near the answer and read ε off that curve
         # (certified at every ε); rebuild where it crossed until the two agree.
         e0 = mech.epsilon0
-        found: float | None = None
         for _ in range(_CURVE_REBUILDS):
             curve = method.curve_fn(start, mech)
 
@@ -313,20 +344,53 @@ def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingRe
                 on_curve, target, eps_max, round_down=False, start=start, precision=1e-3
             )
             if abs(rough / start - 1.0) <= _CURVE_AGREEMENT:
-                found = _solve_epsilon(on_curve, target, eps_max, round_down=False, start=rough)
+                candidate = _solve_epsilon(
+                    on_curve,
+                    target,
+                    eps_max,
+                    round_down=False,
+                    start=rough,
+                    precision=_EPSILON_PRECISION,
+                )
+                slope = _log_slope(on_curve, candidate)
                 break
             start = rough
-        if found is not None:
-            return _result(method, mech, found, target, True, "")
-    eps = _solve_epsilon(
-        deciding,
-        target,
-        eps_max,
-        round_down=method.bound is BoundKind.LOWER,
-        start=start,
-    )
-    value = method.evaluate(eps, mech, target=target)
-    return _result(method, mech, eps, target, value.certified, value.reason)
+    if method.bound is BoundKind.LOWER:
+        eps = _solve_epsilon(
+            public, target, eps_max, round_down=True, start=start, precision=_EPSILON_PRECISION
+        )
+        value = method.evaluate(eps, mech)
+        if math.isnan(value.value):
+            return _result(method, mech, None, None, False, value.reason)
+        return _result(method, mech, eps, value.value, value.certified, value.reason)
+    if candidate is None:
+        # Without a deciding mode this is the public δ already (Method.evaluate).
+        candidate = _solve_epsilon(
+            deciding,
+            target,
+            eps_max,
+            round_down=False,
+            start=start,
+            precision=_EPSILON_PRECISION,
+        )
+    try:
+        eps, _ = settle_epsilon(
+            public, target, candidate, eps_max, precision=_EPSILON_PRECISION, slope=slope
+        )
+    except InvalidParameterError as exc:  # pragma: no cover - δ(eps_max) passed above
+        return _result(method, mech, None, None, False, str(exc))
+    value = method.evaluate(eps, mech)
+    if math.isnan(value.value):  # pragma: no cover - settle_epsilon returns a passing ε
+        return _result(method, mech, None, None, False, value.reason)
+    return _result(method, mech, eps, value.value, value.certified, value.reason)
+
+
+def _log_slope(curve: Callable[[float], float], eps: float) -> float | None:
+    """D ln δ / d ln ε of a cheap curve at ε (a central difference), or None."""
+    up, down = curve(eps * 1.001), curve(eps / 1.001)
+    if up <= 0.0 or down <= 0.0:
+        return None
+    return (math.log(up) - math.log(down)) / (2.0 * math.log(1.001))
 
 
 def amplified_epsilon(
@@ -398,6 +462,24 @@ def _validate_fixed(kind: str, n: int, parameter: str | None, params: dict[str, 
             Mechanism(kind=kind, n=n, **{**params, "blanket_messages": 0})
 
 
+def _smallest_passing_count(passes: Callable[[int], bool], *, start: int = 0) -> int:
+    """The smallest integer ≥ ``start`` that passes (doubling, then bisection; monotone)."""
+    if passes(start):
+        return start
+    lo, hi = start, max(1, 2 * start)
+    while not passes(hi):
+        lo, hi = hi, 2 * hi
+        if hi > 10**12:
+            raise InvalidParameterError("no number of blanket messages up to 1e12 meets the target")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if passes(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def calibrate(
     epsilon: float,
     delta: float,
@@ -438,84 +520,90 @@ def calibrate(
         )
     _validate_fixed(kind, n, parameter, params)
 
-    def certified_delta(mech: Mechanism) -> float:
+    def certified_delta(mech: Mechanism, *, public: bool = False) -> float:
         # Only upper bounds inside their range pass (Method.evaluate turns a
-        # method's range errors into NaN, which never passes).
-        value = chosen.evaluate(epsilon, mech, target=target)
+        # method's range errors into NaN, which never passes). The search
+        # compares in the deciding mode; the answer settles on the public δ.
+        value = chosen.evaluate(epsilon, mech, target=None if public else target)
         return value.value if value.certified and not math.isnan(value.value) else math.inf
+
+    def answer(parameter_name: str, value: float, mech: Mechanism) -> CalibrationResult:
+        # The reported δ is the public one (what `delta` says for this mechanism).
+        result = _delta_for(chosen, mech, epsilon)
+        if not (result.certified and result.delta is not None and result.delta <= target):
+            raise RuntimeError(  # pragma: no cover - the searches settle on this very value
+                f"internal error: calibrated {parameter_name}={value!r} gives {result.delta!r}"
+            )
+        return CalibrationResult(parameter_name, value, result)
 
     if kind in ("generic", "krr"):
 
+        def mech_eps0(e0: float) -> Mechanism:
+            return Mechanism(kind=kind, n=n, epsilon0=e0, **params)
+
         def passes_eps0(e0: float) -> bool:
-            return certified_delta(Mechanism(kind=kind, n=n, epsilon0=e0, **params)) <= target
+            return certified_delta(mech_eps0(e0)) <= target
+
+        def public_eps0(e0: float) -> bool:
+            return certified_delta(mech_eps0(e0), public=True) <= target
 
         try:
             # ε₀ to a relative 1e-5: finer changes nothing a user could measure,
             # and each step near the threshold needs the sum refined in full.
             value = largest_passing(passes_eps0, 1e-6, _EPSILON0_MAX, tolerance=1e-5)
+            value = settle_largest(public_eps0, value, 1e-6, tolerance=1e-5)
         except InvalidParameterError:
             raise
         except ValueError:
             raise InvalidParameterError(
                 f"{name} certifies no epsilon0 > 0 for ({epsilon:g}, {target:g}) at n={n}"
             ) from None
-        final = Mechanism(kind=kind, n=n, epsilon0=value, **params)
-        return CalibrationResult("epsilon0", value, _delta_for(chosen, final, epsilon, target))
+        return answer("epsilon0", value, mech_eps0(value))
     if kind == "flip":
         if "fake_users" not in params:
             raise InvalidParameterError("calibrating FLIP needs fake_users (k)")
         fake = check_int(params["fake_users"], "fake_users", minimum=0)
         extra = {key: v for key, v in params.items() if key != "fake_users"}
+        # calibrate_flip_q bisects the public certificate (flip_delta) itself.
         q = calibrate_flip_q(epsilon, target, n, fake)
-        final = Mechanism(kind="flip", n=n, q=q, fake_users=fake, **extra)
-        return CalibrationResult("q", q, _delta_for(chosen, final, epsilon, target))
+        return answer("q", q, Mechanism(kind="flip", n=n, q=q, fake_users=fake, **extra))
     parameter = parameter or "report_probability"
     if parameter == "report_probability":
 
+        def mech_lambda(lam: float) -> Mechanism:
+            return Mechanism(kind="poisson", n=n, **{**params, "report_probability": lam})
+
         def passes_lambda(lam: float) -> bool:
-            mech = Mechanism(kind="poisson", n=n, **{**params, "report_probability": lam})
-            return certified_delta(mech) <= target
+            return certified_delta(mech_lambda(lam)) <= target
+
+        def public_lambda(lam: float) -> bool:
+            return certified_delta(mech_lambda(lam), public=True) <= target
 
         try:
             # λ to a relative 1e-4: each step near the threshold needs the full sum.
             lam = largest_passing(passes_lambda, 1e-9, 1.0, tolerance=1e-4)
+            lam = settle_largest(public_lambda, lam, 1e-9, tolerance=1e-4)
         except InvalidParameterError:
             raise
         except ValueError:
             raise InvalidParameterError(
                 "no report probability meets the target with these blanket messages"
             ) from None
-        final = Mechanism(kind="poisson", n=n, **{**params, "report_probability": lam})
-        return CalibrationResult(
-            "report_probability", lam, _delta_for(chosen, final, epsilon, target)
-        )
+        return answer("report_probability", lam, mech_lambda(lam))
     if parameter == "blanket_messages":
 
-        def passes_count(count: int) -> bool:
-            mech = Mechanism(kind="poisson", n=n, **{**params, "blanket_messages": count})
-            return certified_delta(mech) <= target
+        def mech_count(count: int) -> Mechanism:
+            return Mechanism(kind="poisson", n=n, **{**params, "blanket_messages": count})
 
-        if passes_count(0):
-            count = 0
-        else:
-            lo, hi = 0, 1
-            while not passes_count(hi):
-                lo, hi = hi, 2 * hi
-                if hi > 10**12:
-                    raise InvalidParameterError(
-                        "no number of blanket messages up to 1e12 meets the target"
-                    )
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if passes_count(mid):
-                    hi = mid
-                else:
-                    lo = mid
-            count = hi
-        final = Mechanism(kind="poisson", n=n, **{**params, "blanket_messages": count})
-        return CalibrationResult(
-            "blanket_messages", float(count), _delta_for(chosen, final, epsilon, target)
-        )
+        def passes_count(count: int, *, public: bool = False) -> bool:
+            return certified_delta(mech_count(count), public=public) <= target
+
+        count = _smallest_passing_count(passes_count)
+        if not passes_count(count, public=True):
+            # The deciding answer's public δ is above the target: the smallest
+            # count whose public δ passes lies above it.
+            count = _smallest_passing_count(lambda c: passes_count(c, public=True), start=count)
+        return answer("blanket_messages", float(count), mech_count(count))
     raise InvalidParameterError(
         f"parameter must be report_probability or blanket_messages, got {parameter!r}"
     )

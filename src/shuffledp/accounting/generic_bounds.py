@@ -143,7 +143,7 @@ def _bennett_phi(beta: float) -> float:
     """
     if beta >= 0.1:
         return (1.0 + beta) * math.log1p(beta) - beta
-    total, power = 0.0, beta
+    total, power = 0.0, -beta  # (−β)^1; the loop's first term is (−β)²/2 = β²/2
     for j in range(2, 32):
         power *= -beta
         total += power / (j * (j - 1))

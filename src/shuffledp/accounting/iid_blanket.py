@@ -157,6 +157,7 @@ def iid_blanket_delta(
     rho = s_window.rel_error + grid.rel_w + 12.0 * 2.0**-53
     total = 0.0
     positive = 0.0
+    charged = 0.0
     skipped = 0.0
     w = grid.w
     chunk = max(1, _CELLS // max(1, len(w)))
@@ -174,19 +175,20 @@ def iid_blanket_delta(
         skipped += float(np.sum(alpha[faint] + gamma[faint]))
         alpha[faint] = 0.0
         gamma[faint] = 0.0
-        part, mass = line_divergence(
+        part, mass, charge = line_divergence(
             alpha, gamma, s_block[:, None].astype(np.float64), epsilon, relative_error=rho
         )
         total += part
         positive += mass
+        charged += charge
     # Mass left out: S's window, W's tails beyond one window that covers every
     # line, and the faint cells.
     return certify(
         total,
         positive,
+        charge=charged,
+        terms=len(lines) * len(w),
         dropped=s_window.dropped + grid.dropped_w + skipped,
-        pmf_relative_error=s_window.rel_error + grid.rel_w,
-        weight_relative_error=8.0 * 2.0**-53,
         epsilon=epsilon,
         rounding=rounding,
     )

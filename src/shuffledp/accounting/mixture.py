@@ -40,7 +40,6 @@ from numpy.typing import NDArray
 
 from shuffledp.accounting._binomial import DEFAULT_TAIL, Window
 from shuffledp.accounting.two_counts import (
-    DEFAULT_TOLERANCE,
     BlockMemo,
     FrozenLines,
     Rounding,
@@ -50,7 +49,14 @@ from shuffledp.accounting.two_counts import (
     two_count_deltas,
 )
 
-__all__ = ["DeltaCurve", "PairAt", "mixture_curve", "mixture_delta"]
+__all__ = [
+    "INNER_TOLERANCE",
+    "OUTER_TOLERANCE",
+    "DeltaCurve",
+    "PairAt",
+    "mixture_curve",
+    "mixture_delta",
+]
 
 #: ``pair_at(t_first, t_last, side, probability)``: a virtual pair and a weight w such that
 #: w·δ(pair) bounds Σ_{T in the block} P[T]·δ(pair_T) from above (``side="upper"``) or
@@ -64,6 +70,9 @@ _FIRST_BLOCKS = 8
 _MAX_ROUNDS = 40
 #: Relative gap of the outer blocks at which the refinement stops.
 OUTER_TOLERANCE = 3e-3
+#: Tolerance of each pair's own block sum in a mixture (hundreds of pairs per answer:
+#: tighter than the outer gap, looser than one pair's default).
+INNER_TOLERANCE = 2e-3
 #: Relative tolerance of a sum that is only compared with a target (deciding mode).
 _DECIDING_TOLERANCE = 1e-2
 #: Tolerance of the pair sums that steer the refinement (the answer is recomputed).
@@ -83,7 +92,7 @@ def _mixture(
     *,
     rounding: Rounding = "up",
     tolerance: float = OUTER_TOLERANCE,
-    inner_tolerance: float = DEFAULT_TOLERANCE,
+    inner_tolerance: float = INNER_TOLERANCE,
     tail: float = DEFAULT_TAIL,
     target: float | None = None,
     weight_error: float = 0.0,
@@ -233,7 +242,7 @@ def mixture_delta(
     *,
     rounding: Rounding = "up",
     tolerance: float = OUTER_TOLERANCE,
-    inner_tolerance: float = DEFAULT_TOLERANCE,
+    inner_tolerance: float = INNER_TOLERANCE,
     tail: float = DEFAULT_TAIL,
     target: float | None = None,
     weight_error: float = 0.0,
@@ -276,7 +285,7 @@ def mixture_curve(
     epsilon: float,
     *,
     tolerance: float = OUTER_TOLERANCE,
-    inner_tolerance: float = DEFAULT_TOLERANCE,
+    inner_tolerance: float = INNER_TOLERANCE,
     tail: float = DEFAULT_TAIL,
     weight_error: float = 0.0,
 ) -> DeltaCurve:

@@ -55,6 +55,7 @@ from shuffledp.accounting._binomial import (
     binomial_window,
     convolve,
 )
+from shuffledp.accounting.calibration import settle_largest
 from shuffledp.accounting.hockey_stick import certified_hockey_stick
 from shuffledp.accounting.mixture import mixture_delta
 from shuffledp.accounting.poisson import poisson_delta
@@ -238,6 +239,10 @@ def calibrate_level(
 ) -> float:
     """Return the largest λ (to relative ``rtol``, rounded down) that certifies (ε, δ).
 
+    Certifies means: :func:`level_delta` at that λ, as reported (no target),
+    is at most δ. The bisection compares in the deciding mode and then
+    settles on that value (:func:`~shuffledp.accounting.calibration.settle_largest`).
+
     δ grows with λ (for ``paper``: δ is convex in λ and 0 at λ = 0; for
     ``dummy``: a smaller λ is the larger one passed through a randomized
     response, the same kernel under both datasets). Returns 0.0 when no λ > 0
@@ -264,8 +269,19 @@ def calibrate_level(
         )
         return value <= delta
 
+    def public(lam: float) -> float:
+        return level_delta(
+            epsilon,
+            lam,
+            message_domain=message_domain,
+            items=items,
+            n=n,
+            blanket_rate=blanket_rate,
+            variant=variant,
+        )
+
     bracketed = start is not None and failing is not None and 0.0 < start < failing <= 1.0
-    if not bracketed and passes(1.0):
+    if not bracketed and public(1.0) <= delta:
         return 1.0
     lo, hi = 0.0, 1.0
     if bracketed:
@@ -299,7 +315,12 @@ def calibrate_level(
             lo = mid
         else:
             hi = mid
-    return lo
+    # The comparisons above may stop refining once decided; the answer settles on
+    # the certificate as reported (level_delta with no target).
+    try:
+        return settle_largest(lambda lam: public(lam) <= delta, lo, 0.0, tolerance=rtol)
+    except ValueError:  # pragma: no cover - λ → 0 certifies any target
+        return 0.0
 
 
 def _lemma3_item_delta(
@@ -934,6 +955,7 @@ def optimize_parameters(
     out = []
     for level_index, (eps, count, lam) in enumerate(zip(epsilons, counts, lams, strict=True)):
         item_eps = eps / s
+        # The certificate as reported (no target): what calibrate_level settled on.
         per_item = item_delta(
             item_eps,
             lam,
@@ -941,7 +963,6 @@ def optimize_parameters(
             potential_blanket=potential,
             blanket_probability=gamma,
             variant=variant,
-            target=delta / _group_factor(item_eps, s),
         )
         certified = group_delta(per_item, item_eps, s)
         # The pair: one user of this level changes its set, the others keep their levels

@@ -39,7 +39,12 @@ from numpy.typing import NDArray
 from scipy import special
 
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.accounting._binomial import DEFAULT_TAIL, binomial_window, binomial_windows
+from shuffledp.accounting._binomial import (
+    DEFAULT_TAIL,
+    binomial_pmf,
+    binomial_window,
+    binomial_windows,
+)
 from shuffledp.accounting.hockey_stick import hockey_stick
 
 __all__ = [
@@ -191,6 +196,27 @@ def _exp_times(epsilon: float, x: NDArray[np.float64]) -> NDArray[np.float64]:
     return out
 
 
+#: Relative error bound of a symmetric binomial pmf point from Loader's formula (p = 1/2
+#: exactly, so the means carry no error: :mod:`shuffledp.accounting._binomial`).
+_POINT_RELATIVE_ERROR = 2e-13
+#: Below this a pmf point or tail that underflowed to 0 may still be positive.
+_UNDERFLOW = 1e-300
+
+
+def _largest_point(
+    trials: NDArray[np.float64], low: NDArray[np.float64], high: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The largest P[Bin(trials, ½) = x] over integers x in [low, high] (low ≤ high), per entry.
+
+    The pmf is unimodal with its largest value at ⌊trials/2⌋ (and ⌈trials/2⌉):
+    the largest over an interval is at that mode when the interval holds it,
+    else at the end nearer to it.
+    """
+    mode = np.floor(trials / 2.0)
+    nearest = np.clip(mode, low, high)
+    return binomial_pmf(nearest, trials, 0.5)
+
+
 def line_divergence_each(
     alpha: NDArray[np.float64],
     gamma: NDArray[np.float64],
@@ -198,12 +224,29 @@ def line_divergence_each(
     epsilon: float,
     *,
     relative_error: float = 0.0,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Sum H_ε over lines x + y = s where P = α·b_{s−1}(x−1) + γ·b_{s−1}(x), Q swaps α and γ.
 
     On each line the ratio b_{s−1}(x−1)/b_{s−1}(x) = x/(s − x) increases with x,
-    so P − e^ε Q is positive exactly for x above a threshold, and the line's
-    contribution is two Bin(s − 1, 1/2) tails.
+    so P − e^ε Q is positive exactly for the top ``c`` points x > s − c, and with
+    T₁ = P[Bin(s−1, ½) ≥ s − c], T₂ = P[Bin(s−1, ½) ≥ s − c + 1] and
+    b = b_{s−1}(s − c) = T₁ − T₂ the line's contribution is
+
+        (α − e^ε γ)·T₁ + (γ − e^ε α)·T₂ = (α − e^ε γ)·b − (α + γ)(e^ε − 1)·T₂.
+
+    The right-hand form is what is evaluated: the left one subtracts two
+    numbers of the order of P's mass on the region, which at small ε is orders
+    of magnitude above δ, so the tails' relative error would be multiplied by
+    that mass; on the right each term is of the order of δ.
+
+    The same form bounds what the weights' errors can do. If α and γ are off
+    by relative errors e_α, e_γ with |e| ≤ ρ, the divergence of the top c
+    points moves by e_α·α(T₁ − e^ε T₂) + e_γ·γ(T₂ − e^ε T₁), at most
+    ρ·E(c) with E(c) = (α + e^ε γ)·b_c + (α + γ)(e^ε − 1)·T₂(c). The true
+    count c* lies between the model's counts at ε + κ and at ε − κ
+    (κ = 3ρ + 1e-12; see :func:`certify`), and so does the computed one;
+    T₂(c) grows with c and b_c is largest at the mode of Bin(s − 1, ½) or the
+    nearer end, so one E over that range bounds both.
 
     Args:
         alpha: α per line (any shape, broadcast with ``gamma`` and ``lines``).
@@ -213,9 +256,11 @@ def line_divergence_each(
         relative_error: ρ, a bound on the relative error of every α and γ.
 
     Returns:
-        Per line (flattened): (the divergence, P's mass on the widened region
-        where the computed P > e^{ε − κ} Q, κ = 3ρ + 1e-12); the second is what
-        :func:`certify` charges (see there for why the widening is needed).
+        Per line (flattened): the divergence; P's mass on the widened region
+        where the computed P > e^{ε − κ} Q; and a bound on how far the computed
+        divergence can be from the true one through the weights' errors (ρ·E
+        above) and the evaluation (tails, pmf points, arithmetic).
+        :func:`certify` charges the last two.
     """
     alpha_b, gamma_b, s_b = np.broadcast_arrays(
         np.asarray(alpha, dtype=np.float64),
@@ -225,7 +270,10 @@ def line_divergence_each(
     alpha, gamma, s = alpha_b.ravel(), gamma_b.ravel(), s_b.ravel()
     values = np.zeros(len(alpha))
     masses = np.zeros(len(alpha))
-    wide_eps = max(0.0, epsilon - 3.0 * relative_error - _LOG_MARGIN)
+    charges = np.zeros(len(alpha))
+    kappa = 3.0 * relative_error + _LOG_MARGIN
+    wide_eps = max(0.0, epsilon - kappa)
+    rho = relative_error * (1.0 + 2.0 * relative_error)  # of the true weights, from the model's
     # A line is live (its top point has P > e^ε Q) iff α > e^ε γ: tested on logarithms.
     with np.errstate(divide="ignore", invalid="ignore"):
         candidates = (s >= 1) & (alpha > gamma)
@@ -235,14 +283,12 @@ def line_divergence_each(
     wide = log_ratio > wide_eps
     # At ε within the margin of 0 a line whose computed α does not exceed γ may
     # still be (barely) live; its true contribution is at most the true α − γ
-    # ≤ 2.1ρ(α + γ). certify charges at least 8τ per unit of mass, so the line
-    # enters the mass as (α + γ)·min(1, ρ/(3τ)).
+    # ≤ 2.1ρ(α + γ), charged whole.
     if wide_eps == 0.0:
         near = (s >= 1) & (alpha <= gamma) & (alpha >= gamma * (1.0 - 4.0 * relative_error - 1e-12))
-        share = min(1.0, relative_error / (3.0 * _TAIL_RELATIVE_ERROR))
-        masses[near] = share * (alpha[near] + gamma[near])
+        charges[near] = 2.1 * relative_error * (alpha[near] + gamma[near])
     if not np.any(wide):
-        return values, masses
+        return values, masses, charges
     index = index[wide]
     a, g, sl, log_ratio = a[wide], g[wide], sl[wide], log_ratio[wide]
     count_w = _top_counts(a, g, sl, wide_eps)
@@ -250,23 +296,48 @@ def line_divergence_each(
     tail_1w = _symmetric_tail(sl - 1.0, sl - count_w)
     tail_2w = _symmetric_tail(sl - 1.0, sl - count_w + 1.0)
     masses[index] = a * tail_1w + g * tail_2w
+    # The model's count at ε + κ (0 where even the top point is out): the true count is above.
+    narrow = log_ratio > epsilon + kappa
+    count_n = np.zeros_like(count_w)
+    if np.any(narrow):
+        count_n[narrow] = _top_counts(a[narrow], g[narrow], sl[narrow], epsilon + kappa)
+    # ρ·E over counts from count_n to count_w (E's b at the largest point of that range;
+    # a range that starts at 0 points starts at the top point).
+    expm1_eps = math.expm1(min(epsilon, 700.0))
+    scaled_all = _exp_times(epsilon, g)
+    biggest = _largest_point(sl - 1.0, sl - count_w, sl - np.maximum(count_n, 1.0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        drift = np.where(tail_2w > 0, (a + g) * expm1_eps * tail_2w, 0.0)
+    weights_charge = rho * ((a + scaled_all) * biggest + drift)
+    charges[index] = weights_charge
     on = log_ratio > epsilon
     if not np.any(on):
-        return values, masses
-    index = index[on]
-    a, g, sl, count_w, tail_1, tail_2 = a[on], g[on], sl[on], count_w[on], tail_1w[on], tail_2w[on]
+        return values, masses, charges
+    index_on = index[on]
+    a, g, sl, count_w, tail_2 = a[on], g[on], sl[on], count_w[on], tail_2w[on]
+    scaled_g = scaled_all[on]
     count = _top_counts(a, g, sl, epsilon)
     other = count != count_w
     if np.any(other):
-        tail_1 = tail_1.copy()
         tail_2 = tail_2.copy()
-        tail_1[other] = _symmetric_tail(sl[other] - 1.0, sl[other] - count[other])
         tail_2[other] = _symmetric_tail(sl[other] - 1.0, sl[other] - count[other] + 1.0)
-    contrib = (a * tail_1 - _exp_times(epsilon, g * tail_1)) + (
-        g * tail_2 - _exp_times(epsilon, a * tail_2)
+    point = binomial_pmf(sl - count, sl - 1.0, 0.5)
+    first = (a - scaled_g) * point
+    # (e^ε − 1)·T₂; for ε > 30 only the top point counts (T₂ = 0), so no inf·0 arises.
+    with np.errstate(over="ignore", invalid="ignore"):
+        second = np.where(tail_2 > 0, (a + g) * expm1_eps * tail_2, 0.0)
+    values[index_on] = np.clip(first - second, 0.0, None)
+    # Evaluation error: the tail (τ), the pmf point, e^ε and the products (a few units
+    # each), the subtraction α − e^ε γ (three units of α + e^ε γ), and a pmf point or
+    # tail that underflowed to 0 (at most 1e-300 each).
+    charges[index_on] += (
+        (_TAIL_RELATIVE_ERROR + 8.0 * _UNIT_ROUNDOFF) * second
+        + (_POINT_RELATIVE_ERROR + 8.0 * _UNIT_ROUNDOFF) * np.abs(first)
+        + 3.0 * _UNIT_ROUNDOFF * (a + scaled_g) * point
+        + _UNDERFLOW * (a + g) * np.where(point == 0.0, 1.0, 0.0)
+        + _UNDERFLOW * (a + g) * math.expm1(min(epsilon, 30.0)) * np.where(tail_2 == 0, 1.0, 0.0)
     )
-    values[index] = np.clip(contrib, 0.0, None)
-    return values, masses
+    return values, masses, charges
 
 
 def line_divergence(
@@ -276,32 +347,31 @@ def line_divergence(
     epsilon: float,
     *,
     relative_error: float = 0.0,
-) -> tuple[float, float]:
-    """Sum H_ε over lines (see :func:`line_divergence_each`); return (divergence, mass)."""
-    values, masses = line_divergence_each(
+) -> tuple[float, float, float]:
+    """Sum H_ε over lines (see :func:`line_divergence_each`); return (divergence, mass, charge)."""
+    values, masses, charges = line_divergence_each(
         alpha, gamma, lines, epsilon, relative_error=relative_error
     )
-    return float(np.sum(values)), float(np.sum(masses))
+    return float(np.sum(values)), float(np.sum(masses)), float(np.sum(charges))
 
 
 def certify(
     total: float,
     mass: float,
     *,
+    charge: float,
+    terms: int,
     dropped: float,
-    pmf_relative_error: float,
     epsilon: float,
     rounding: Rounding,
-    weight_relative_error: float = 3.0 * _UNIT_ROUNDOFF,
 ) -> float:
     """Round a computed divergence to the safe side.
 
     Why the allowance suffices. Let ρ bound the relative error of every
-    computed line weight α̂, γ̂ against the true one: the blanket pmf's error
-    (``pmf_relative_error``), the victim's weights' own rounding as
-    representations of w₀, w₁, w₂ (``weight_relative_error``) and a few units
-    for the products; let τ be the tails' (:data:`_TAIL_RELATIVE_ERROR`) and
-    let e^ε be computed within 2u. Write f = P − e^ε Q.
+    computed line weight α̂, γ̂ against the true one (the blanket pmf's error,
+    the victim's weights' own rounding and a few units for the products: the
+    ``relative_error`` the lines were evaluated with); let e^ε be computed
+    within 2u. Write f = P − e^ε Q.
 
     1. The threshold of each line is computed from α̂, γ̂ by
        :func:`_top_counts`. Its rounding (including the cancellation in
@@ -310,21 +380,30 @@ def certify(
        region Ŝ is the exact positive region of the model laws P̂, Q̂ (built
        from α̂, γ̂) at some ε̃ with |e^ε̃/e^ε − 1| ≤ 20u, and Ŝ maximizes
        P̂ − e^ε̃ Q̂ over all sets.
-    2. P and P̂ (Q and Q̂) differ pointwise by a factor within 1 ± ρ, so on any
-       set A, |f(A) − f̂(A)| ≤ ρ(P + e^ε Q)(A).
-    3. Upper bound. δ = f(S*) on the true region S*, where e^ε Q < P, and
-       S* ⊆ Ŵ, the model region at ε − κ with κ = 3ρ + 1e-12 (whose mass
-       :func:`line_divergence` returns as ``mass``). So δ ≤ f̂(S*) + 2.1ρ·P̂(Ŵ),
-       f̂(S*) ≤ (P̂ − e^ε̃ Q̂)(Ŝ) + 20u·e^ε Q̂(S*) ≤ f̂(Ŝ) + 41u·P̂(Ŵ), and the
-       tails move f̂(Ŝ) by at most τ(P̂ + e^ε Q̂)(Ŝ) ≤ 2.1τ·P̂(Ŵ). Blanket mass
-       outside the window adds at most ``dropped``.
-    4. Lower bound. δ ≥ f(Ŝ) ≥ f̂(Ŝ) − (ρ + τ)(P̂ + e^ε Q̂)(Ŝ)(1 + ρ), with
-       e^ε Q̂ ≤ (1 + 20u)P̂ on Ŝ; Q's mass outside the window costs e^ε·dropped.
+    2. The true region S* lies between the model regions at ε + κ and at
+       ε − κ (κ = 3ρ + 1e-12, far above the 20u of the thresholds' rounding):
+       a point where P̂ > e^{ε+κ} Q̂ has P > e^ε Q, and a point where
+       P > e^ε Q has P̂ > e^{ε−κ} Q̂. On each line, on any top set between those
+       two, the weights' errors move f by at most the line's ρ·E
+       (:func:`line_divergence_each`), which is part of ``charge``.
+    3. Upper bound. δ = f(S*) ≤ f̂(S*) + ρE ≤ (P̂ − e^ε̃ Q̂)(Ŝ) + 20u·e^ε Q̂(S*) + ρE
+       ≤ f̂(Ŝ) + 41u·P̂(Ŵ) + ρE, with Ŵ the model region at ε − κ (whose P̂-mass
+       is ``mass``); the computed sum differs from f̂(Ŝ) by at most the
+       evaluation part of ``charge`` plus the rounding of summing ``terms``
+       non-negative numbers ((terms + 2)u of the sum). Blanket mass outside
+       the window adds at most ``dropped``.
+    4. Lower bound. δ ≥ f(Ŝ) ≥ f̂(Ŝ) − ρE, the same evaluation errors, and Q's
+       mass outside the window costs e^ε·dropped.
 
-    Both errors are below 2.1(ρ + τ + 20u)·P̂(Ŵ); the allowance is four times that.
+    The allowance is four times the mass term (41u·P̂(Ŵ) ≤ 2.1·20u·P̂(Ŵ)) and
+    twice the charge.
     """
-    rel = pmf_relative_error + weight_relative_error + _TAIL_RELATIVE_ERROR + 20.0 * _UNIT_ROUNDOFF
-    allowance = 8.0 * rel * mass + 1e-15 * mass
+    allowance = (
+        8.0 * 20.0 * _UNIT_ROUNDOFF * mass
+        + 1e-15 * mass
+        + 2.0 * charge
+        + (terms + 2) * _UNIT_ROUNDOFF * total
+    )
     if rounding == "up":
         return min(1.0, total + dropped + allowance)
     charged = _exp_times(epsilon, np.array([dropped]))[0] if dropped > 0 else 0.0
@@ -414,7 +493,11 @@ _FIRST_BLOCKS = 48
 #: Refinement rounds before the sum falls back to single lines.
 _MAX_ROUNDS = 60
 #: Default bound on (upper − lower)/upper of the block sums (before rounding allowances).
-DEFAULT_TOLERANCE = 2e-3
+#: A single pair refined this far costs milliseconds even at 1e8 blanket messages
+#: (about as many lines as the exact line sum only where the window is narrow), and
+#: its answer is the exact line sum to six digits: what a reported δ, and an ε read
+#: off it, should be (a looser sum costs up to 1e-4 of ε against the exact value).
+DEFAULT_TOLERANCE = 1e-6
 
 
 def _segments(
@@ -558,14 +641,14 @@ def two_count_deltas(
             state.resume(tolerance)
         states.append(state)
     _refine(states, epsilon, tolerance=tolerance, rounds=rounds)
-    column = 0 if rounding == "up" else 2
+    column = 0 if rounding == "up" else 3
     return [
         certify(
             float(np.sum(state.values[:, column])),
             float(np.sum(state.values[:, column + 1])),
+            charge=float(np.sum(state.values[:, column + 2])),
+            terms=len(state.starts),
             dropped=state.lines.dropped,
-            pmf_relative_error=state.rho,
-            weight_relative_error=0.0,
             epsilon=epsilon,
             rounding=rounding,
         )
@@ -580,8 +663,9 @@ BlockMemo = dict[TwoCountPair, "_BlockState"]
 class _BlockState:
     """One pair's blocks of lines during the refinement of :func:`two_count_deltas`.
 
-    ``values`` holds, per block, the upper side, P's mass on its widened region,
-    the lower side and its mass; ``fresh`` marks blocks not evaluated yet.
+    ``values`` holds, per block, the upper side, P's mass on its widened region
+    and its evaluation charge, then the same three for the lower side; ``fresh``
+    marks blocks not evaluated yet.
     """
 
     def __init__(self, lines: _Lines) -> None:
@@ -591,7 +675,7 @@ class _BlockState:
             np.arange(n, dtype=np.int64) if n <= _EXACT_LINES else _first_blocks(lines, 48)
         )
         self.ends = np.append(self.starts[1:], n)
-        self.values = np.zeros((len(self.starts), 4))
+        self.values = np.zeros((len(self.starts), 6))
         self.fresh = np.ones(len(self.starts), dtype=bool)
         self.rho = 0.0
         self.done = False
@@ -604,7 +688,7 @@ class _BlockState:
         shrinks about as its width squared); other blocks keep their values.
         """
         widths = self.ends - self.starts
-        gap = self.values[:, 0] - self.values[:, 2]
+        gap = self.values[:, 0] - self.values[:, 3]
         budget = tolerance * float(np.sum(self.values[:, 0]))
         if float(np.sum(gap)) <= budget or np.all(widths == 1):
             self.done = True
@@ -633,7 +717,7 @@ class _BlockState:
         n = len(self.lines.s)
         self.starts = np.arange(n, dtype=np.int64)
         self.ends = self.starts + 1
-        self.values = np.zeros((n, 4))
+        self.values = np.zeros((n, 6))
         self.fresh = np.ones(n, dtype=bool)
 
 
@@ -668,13 +752,15 @@ def _refine(
         alpha = np.concatenate([np.concatenate([up[0], low[0]]) for _, up, low in batch])
         gamma = np.concatenate([np.concatenate([up[1], low[1]]) for _, up, low in batch])
         lines = np.concatenate([np.concatenate([up[2], low[2]]) for _, up, low in batch])
-        value, mass = line_divergence_each(alpha, gamma, lines, epsilon, relative_error=rho)
+        value, mass, charge = line_divergence_each(alpha, gamma, lines, epsilon, relative_error=rho)
         offset = 0
         for state, (wide, up, low) in zip(active, batch, strict=True):
             a, b, c = offset, offset + len(up[0]), offset + len(up[0]) + len(low[0])
-            fresh_values = np.column_stack([value[a:b], mass[a:b], value[a:b], mass[a:b]])
-            fresh_values[wide, 2] = value[b:c]
-            fresh_values[wide, 3] = mass[b:c]
+            upper_side = [value[a:b], mass[a:b], charge[a:b]]
+            fresh_values = np.column_stack(upper_side + upper_side)
+            fresh_values[wide, 3] = value[b:c]
+            fresh_values[wide, 4] = mass[b:c]
+            fresh_values[wide, 5] = charge[b:c]
             state.values[state.fresh] = fresh_values
             state.rho = max(state.rho, rho)
             offset = c
@@ -732,7 +818,7 @@ def frozen_deltas(frozen: list[FrozenLines], epsilon: float) -> NDArray[np.float
         return np.zeros(0)
     rho = max(f.rho for f in frozen)
     counts = np.array([len(f.s) for f in frozen])
-    values, masses = line_divergence_each(
+    values, masses, charges = line_divergence_each(
         np.concatenate([f.alpha for f in frozen]),
         np.concatenate([f.gamma for f in frozen]),
         np.concatenate([f.s for f in frozen]),
@@ -742,18 +828,19 @@ def frozen_deltas(frozen: list[FrozenLines], epsilon: float) -> NDArray[np.float
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
     totals = np.add.reduceat(values, offsets)
     mass = np.add.reduceat(masses, offsets)
+    charge = np.add.reduceat(charges, offsets)
     return np.array(
         [
             certify(
                 float(t),
                 float(m),
+                charge=float(c),
+                terms=len(f.s),
                 dropped=f.dropped,
-                pmf_relative_error=rho,
-                weight_relative_error=0.0,
                 epsilon=epsilon,
                 rounding="up",
             )
-            for t, m, f in zip(totals, mass, frozen, strict=True)
+            for t, m, c, f in zip(totals, mass, charge, frozen, strict=True)
         ]
     )
 
@@ -774,15 +861,15 @@ def two_count_delta_lines(
         raise InvalidParameterError(f"epsilon must be >= 0, got {epsilon!r}")
     lines = _pair_lines(pair, tail)
     keep = ~lines.underflow if rounding == "down" else np.ones(len(lines.s), dtype=bool)
-    total, mass = line_divergence(
+    total, mass, charge = line_divergence(
         lines.alpha[keep], lines.gamma[keep], lines.s[keep], epsilon, relative_error=lines.rho
     )
     return certify(
         total,
         mass,
+        charge=charge,
+        terms=len(lines.s),
         dropped=lines.dropped,
-        pmf_relative_error=lines.pmf_error + 4.0 * len(lines.s) * _UNIT_ROUNDOFF,
-        weight_relative_error=pair.weight_error,
         epsilon=epsilon,
         rounding=rounding,
     )

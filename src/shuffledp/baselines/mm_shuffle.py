@@ -66,6 +66,7 @@ from shuffledp._validation import (
     check_int,
 )
 from shuffledp.accounting._binomial import DEFAULT_TAIL, Window, binomial_window
+from shuffledp.accounting.calibration import settle_smallest
 from shuffledp.accounting.mixture import mixture_delta
 from shuffledp.accounting.segmented import group_delta, level_delta, level_lower_bound
 from shuffledp.accounting.two_counts import TwoCountPair
@@ -241,8 +242,10 @@ def calibrate_blanket_rate(
 
     Finds the smallest integer j with δ(j) ≤ target (doubling, then bisection
     over integers: δ falls with integer m), then bisects inside (j − 1, j] to a
-    relative ``rtol`` (module docstring). The returned δ is the smaller of the
-    deciding and the fully refined certified values at m.
+    relative ``rtol`` (module docstring). Those comparisons use the deciding
+    mode (sums stop refining once decided); the answer is then settled on the
+    fully refined certificate: the δ that :func:`mm_level_delta`
+    reports at m (no target) is at most the target, and it is the δ returned.
 
     Raises:
         InvalidParameterError: On a bad parameter, or when no m up to 2^20 is certified.
@@ -295,15 +298,25 @@ def calibrate_blanket_rate(
             hi = middle
         else:
             lo = middle
-    full = mm_level_delta(
-        epsilon,
-        message_domain=message_domain,
-        items=items,
-        n=n,
-        blanket_rate=hi,
-        blanket=blanket,
-    )
-    return hi, min(value(hi), full)
+
+    def public(m: float) -> float:
+        # The certificate as reported (sums refined in full, no deciding target).
+        return mm_level_delta(
+            epsilon,
+            message_domain=message_domain,
+            items=items,
+            n=n,
+            blanket_rate=m,
+            blanket=blanket,
+        )
+
+    try:
+        hi = settle_smallest(lambda m: public(m) <= target, hi, float(_MAX_RATE), rtol=rtol)
+    except ValueError:  # pragma: no cover - the deciding search passed here
+        raise InvalidParameterError(
+            f"no blanket rate up to {_MAX_RATE} certifies ({epsilon:g}, {target:g})"
+        ) from None
+    return hi, public(hi)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ one line on stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
+import decimal
 import math
 import os
 import tempfile
@@ -126,3 +127,28 @@ def fmt(value: float) -> str:
     if abs(value) >= 1e4 or abs(value) < 1e-3:
         return f"{value:.3e}"
     return f"{value:.4g}"
+
+
+def fmt_bound(value: float, *, up: bool, digits: int = 4) -> str:
+    """Format like :func:`fmt`, rounding the last digit shown up (``up``) or down.
+
+    A guarantee printed to a few digits must stay a guarantee when copied: an
+    upper bound on ε or δ is shown rounded up, a lower bound rounded down (and a
+    calibrated parameter towards more noise).
+    """
+    if value == 0 or not math.isfinite(value):
+        return str(value)
+    scientific = abs(value) >= 1e4 or abs(value) < 1e-3
+    # The shortest decimal that reads back as this double (within half a unit in
+    # the last place of it): 0.06403 typed by a user stays 0.06403.
+    exact = decimal.Decimal(repr(float(value)))
+    exponent = exact.adjusted() - (digits - 1)  # keep `digits` significant digits
+    rounding = decimal.ROUND_CEILING if up else decimal.ROUND_FLOOR
+    shown = exact.quantize(decimal.Decimal(1).scaleb(exponent), rounding=rounding)
+    if shown.adjusted() != exact.adjusted():  # 9.9995 -> 10.00: one digit fewer after the point
+        shown = shown.quantize(decimal.Decimal(1).scaleb(exponent + 1), rounding=rounding)
+    if scientific:
+        mantissa = shown.scaleb(-shown.adjusted())
+        return f"{mantissa:.{digits - 1}f}e{shown.adjusted():+03d}"
+    text = format(shown, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text

@@ -151,8 +151,8 @@ def calibrate_krr(
     else:
         e0 = check_epsilon(epsilon0, "epsilon0")
         method = "fixed"
-    # The same evaluation the calibration passed (it may stop refining once decided).
-    certified = krr_delta(epsilon, e0, k, n, target=delta)
+    # The public certificate (sums refined in full): the calibration settled on it.
+    certified = krr_delta(epsilon, e0, k, n)
     if certified > delta:
         raise InvalidParameterError(
             f"epsilon0={e0:g} gives a certified delta of {certified:.3g} at epsilon={epsilon:g}, "

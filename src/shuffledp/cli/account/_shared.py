@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -12,7 +13,7 @@ from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.accounting import api as accounting_api
 from shuffledp.accounting import methods as accounting_methods
 from shuffledp.accounting.api import AccountingResult
-from shuffledp.cli._common import checked, fmt, integer, number
+from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
 from shuffledp.privacy import BoundKind
 from shuffledp.schemas import schema_id
 
@@ -55,7 +56,9 @@ def mechanism_params(args: argparse.Namespace, *, need_epsilon0: bool = True) ->
     return params
 
 
-def print_rows(rows: list[AccountingResult], as_json: bool, header: str) -> None:
+def print_rows(
+    rows: list[AccountingResult], as_json: bool, header: str, *, given: str = "epsilon"
+) -> None:
     """Print one row per method, as a table or JSON.
 
     Only certified upper bounds are guarantees: an upper-bound method outside its
@@ -70,8 +73,14 @@ def print_rows(rows: list[AccountingResult], as_json: bool, header: str) -> None
     print(header)
     print(f"{'method':26s}{'bound':>14s}{'epsilon':>12s}{'delta':>12s}  note")
     for r in rows:
-        eps = "-" if r.epsilon is None else fmt(r.epsilon)
-        dlt = "-" if r.delta is None else fmt(r.delta)
+        # Computed digits stay on the safe side: upper bounds rounded up, lower bounds
+        # down; the ``given`` column is the user's own number, shown as given.
+        up = r.bound is not BoundKind.LOWER
+        eps = dlt = "-"
+        if r.epsilon is not None:
+            eps = fmt(r.epsilon) if given == "epsilon" else fmt_bound(r.epsilon, up=up)
+        if r.delta is not None and not math.isnan(r.delta):
+            dlt = fmt(r.delta) if given == "delta" else fmt_bound(r.delta, up=up)
         starred = r.bound is BoundKind.UPPER and not r.certified
         kind = f"{r.bound.value}*" if starred else r.bound.value
         print(f"{r.method:26s}{kind:>14s}{eps:>12s}{dlt:>12s}  {r.note}")

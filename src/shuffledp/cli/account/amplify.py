@@ -25,5 +25,11 @@ def execute(args: argparse.Namespace) -> int:
     """Print ε at the given δ."""
     delta = checked(check_delta, args.delta, "--delta")
     rows = account_rows(args, epsilon=None, delta=delta)
-    print_rows(rows, args.json, f"epsilon at delta={delta:g} ({args.mechanism}, n={args.n})")
+    print_rows(
+        rows,
+        args.json,
+        f"epsilon at delta={delta:g} ({args.mechanism}, n={args.n}); delta: the method's "
+        "own value at that epsilon",
+        given="delta",
+    )
     return 0

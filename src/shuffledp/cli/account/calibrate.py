@@ -12,7 +12,7 @@ from shuffledp._progress import progress, working
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.accounting import api as accounting_api
 from shuffledp.accounting.methods import methods_for
-from shuffledp.cli._common import checked, fmt, number
+from shuffledp.cli._common import checked, fmt_bound, number
 from shuffledp.cli.account._shared import add_mechanism_options, mechanism_params
 from shuffledp.privacy import BoundKind
 from shuffledp.schemas import schema_id
@@ -79,8 +79,11 @@ def execute(args: argparse.Namespace) -> int:
         if row["value"] is None:
             print(f"{row['method']}: nothing certified ({row['note']})")
             continue
+        # Shown towards more noise: a smaller epsilon0 or lambda, a larger q or count.
+        noisier_up = row["parameter"] in ("q", "blanket_messages")
+        shown = fmt_bound(row["value"], up=noisier_up, digits=6)
         print(
-            f"{row['parameter']} = {row['value']:.6g} ({row['method']}: certified delta "
-            f"{fmt(row['delta'] or 0.0)} at epsilon={epsilon:g}, n={n})"
+            f"{row['parameter']} = {shown} ({row['method']}: certified delta "
+            f"{fmt_bound(row['delta'] or 0.0, up=True)} at epsilon={epsilon:g}, n={n})"
         )
     return 0

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
-from shuffledp.cli._common import checked, fmt, integer, number
+from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
 from shuffledp.protocols.flip import FlipCalibration, calibrate_flip, default_fake_users
 from shuffledp.schemas import schema_id
 
@@ -73,10 +73,10 @@ def execute(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
     rows: list[tuple[str, Callable[[FlipCalibration], str]]] = [
-        ("flip probability q", lambda c: fmt(c.q)),
+        ("flip probability q", lambda c: fmt_bound(c.q, up=True)),
         ("fake users per user k", lambda c: str(c.fake_users)),
-        ("certified delta at epsilon", lambda c: fmt(c.delta)),
-        ("delta of a concrete pair (lower bound)", lambda c: fmt(c.delta_lower)),
+        ("certified delta at epsilon", lambda c: fmt_bound(c.delta, up=True)),
+        ("delta of a concrete pair (lower bound)", lambda c: fmt_bound(c.delta_lower, up=False)),
         ("expected l-inf error (counts)", lambda c: fmt(c.linf_error)),
         ("per-bin standard error (counts)", lambda c: fmt(c.stderr)),
         ("expected messages per user", lambda c: fmt(c.expected_messages_per_user)),

@@ -7,7 +7,7 @@ import json
 import sys
 
 from shuffledp._validation import check_delta, check_epsilon, check_int
-from shuffledp.cli._common import checked, fmt, integer, number
+from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
 from shuffledp.protocols.krr import calibrate_krr
 from shuffledp.schemas import schema_id
 
@@ -63,8 +63,15 @@ def execute(args: argparse.Namespace) -> int:
         ("expected l-inf error (counts)", "linf_error"),
     ]
     exact_d = exact.to_dict()
+    # Guarantees shown on the safe side: ε₀ down, certified δ up, the lower bound down.
+    directions = {"epsilon0": False, "delta": True, "delta_lower": False}
     for label, key in rows:
-        print(f"{label:40s}{fmt(paper[key]):>20s}{fmt(exact_d[key]):>14s}")
+        if key in directions:
+            up = directions[key]
+            left, right = fmt_bound(paper[key], up=up), fmt_bound(exact_d[key], up=up)
+        else:
+            left, right = fmt(paper[key]), fmt(exact_d[key])
+        print(f"{label:40s}{left:>20s}{right:>14s}")
     print(
         f"exact calibration: epsilon0 {exact.epsilon0:.3g} instead of {epsilon:g}, "
         f"standard error {paper['stderr'] / exact.stderr:.2f}x smaller"

@@ -1,0 +1,273 @@
+"""An ε reported for a target δ meets that δ by the package's own δ(ε), exactly.
+
+Every certified method's ε(δ) (and every calibration) proposes its answer with
+cheaper sums (deciding mode, a δ(·) curve) and then settles on the public
+δ(ε), the number :func:`shuffledp.accounting.delta` reports. These tests ask
+the public function again, in a fresh call, at the reported ε: it must be at
+most the target with no tolerance, and equal to the row's δ.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+from shuffledp.accounting import amplified_epsilon, calibrate, delta
+from shuffledp.accounting.calibration import settle_epsilon
+from shuffledp.accounting.two_counts import two_count_delta_direct, two_count_delta_lines
+from shuffledp.accounting.variation_ratio import vr_generic_pair
+
+_GENERIC = (
+    "erlingsson2019",
+    "bbgn2019-hoeffding",
+    "bbgn2019-bennett",
+    "fmt2021-closed",
+    "fmt2021-numeric",
+    "vr2024",
+)
+#: Settings per method family; the heavy certificates get fewer draws at huge n.
+_DRAWS = {"generic": 150, "krr": 90, "flip": 40, "poisson": 40}
+
+
+def _log_uniform(rng: np.random.Generator, low: float, high: float) -> float:
+    return float(math.exp(rng.uniform(math.log(low), math.log(high))))
+
+
+def _settings() -> list[tuple[str, dict[str, Any], float]]:
+    """Random (method, mechanism parameters, δ) over the corners the issue names."""
+    rng = np.random.default_rng(20261126)
+    out: list[tuple[str, dict[str, Any], float]] = []
+    for family, count in _DRAWS.items():
+        for draw in range(count):
+            target = _log_uniform(rng, 1e-12, 1e-2)
+            n = round(_log_uniform(rng, 2, 1e8))
+            epsilon0 = _log_uniform(rng, 0.05, 20.0)
+            if family == "generic":
+                method = str(rng.choice(_GENERIC))
+                params: dict[str, Any] = {"mechanism": "generic", "epsilon0": epsilon0}
+            elif family == "krr":
+                method = "krr-blanket"
+                params = {
+                    "mechanism": "krr",
+                    "epsilon0": epsilon0,
+                    # k = 2 (binary RR, the tightest corner) in one draw of six.
+                    "k": 2 if draw % 6 == 0 else int(rng.integers(2, 51)),
+                }
+                n = min(n, 3_000_000)  # each search is a mixture over the blanket count
+            elif family == "flip":
+                method = "flip-exact"
+                n = min(n, 10_000_000)
+                params = {
+                    "mechanism": "flip",
+                    "q": _log_uniform(rng, 1e-4 / n, 0.45),
+                    "fake_users": int(rng.integers(0, 201)),
+                }
+            else:
+                method = "poisson-exact"
+                n = min(n, 300_000)  # the received-count mixture; slow above ~1e6 messages
+                params = {
+                    "mechanism": "poisson",
+                    "report_probability": _log_uniform(rng, 1e-3, 1.0),
+                    "domain_size": int(rng.integers(2, 201)),
+                    "blanket_messages": int(rng.integers(0, 3 * n + 1)),
+                    "blanket_probability": float(rng.choice([1.0, 0.5, 0.17])),
+                }
+            out.append((method, {"n": n, **params}, target))
+    return out
+
+
+_SETTINGS = _settings()
+
+
+def test_the_property_covers_at_least_300_settings_and_every_certified_method():
+    assert len(_SETTINGS) >= 300
+    methods = {method for method, _, _ in _SETTINGS}
+    assert methods >= {*_GENERIC, "krr-blanket", "flip-exact", "poisson-exact"}
+    ks = [p["k"] for _, p, _ in _SETTINGS if "k" in p]
+    assert min(ks) == 2 and max(ks) >= 45
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "target"),
+    _SETTINGS,
+    ids=[f"{i}-{m}" for i, (m, _, _) in enumerate(_SETTINGS)],
+)
+def test_reported_epsilon_meets_the_target_by_the_public_delta(method, params, target):
+    row = amplified_epsilon(target, method=method, **params)
+    if row.epsilon is None:
+        # No number: then no δ either, and a reason.
+        assert row.delta is None and row.note
+        return
+    again = delta(row.epsilon, method=method, **params)
+    assert again.delta is not None
+    if row.certified:
+        assert again.delta <= target  # exactly: no tolerance
+    # The row states the very δ the package gives at that ε.
+    assert row.delta == again.delta
+
+
+def test_the_krr_example_from_the_issue_now_meets_its_target():
+    # krr-blanket at eps0 = 3, k = 3, n = 1e5 reported 0.06402 with delta(0.06402) = 1.0007e-6.
+    row = amplified_epsilon(1e-6, n=100_000, mechanism="krr", epsilon0=3.0, k=3)
+    assert row.method == "krr-blanket" and row.certified
+    assert delta(row.epsilon, n=100_000, mechanism="krr", epsilon0=3.0, k=3).delta <= 1e-6
+    assert row.delta <= 1e-6
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "params", "parameter"),
+    [
+        ("generic", {}, None),
+        ("krr", {"k": 3}, None),
+        ("krr", {"k": 2}, None),
+        ("krr", {"k": 40}, None),
+        ("flip", {"fake_users": 50}, None),
+        ("poisson", {"domain_size": 20, "blanket_messages": 30_000}, "report_probability"),
+        ("poisson", {"domain_size": 20, "report_probability": 0.3}, "blanket_messages"),
+    ],
+)
+@pytest.mark.parametrize(("epsilon", "target", "n"), [(1.0, 1e-6, 20_000), (0.3, 1e-9, 300_000)])
+def test_calibration_meets_the_target_by_the_public_delta(
+    mechanism, params, parameter, epsilon, target, n
+):
+    found = calibrate(epsilon, target, n=n, mechanism=mechanism, parameter=parameter, **params)
+    name = {
+        "epsilon0": "epsilon0",
+        "q": "q",
+        "report_probability": "report_probability",
+        "blanket_messages": "blanket_messages",
+    }[found.parameter]
+    value: Any = int(found.value) if name == "blanket_messages" else found.value
+    again = delta(epsilon, n=n, mechanism=mechanism, **{**params, name: value})
+    assert again.delta is not None and again.delta <= target
+    assert found.result.delta == again.delta
+
+
+# -- tightness: the generic answer is not looser than the variation-ratio value -------------
+
+
+def _exact_crossing(pair_delta, target: float) -> float:
+    """ε where a δ(ε) computed without certificates crosses the target (to 1e-12)."""
+    return brentq(
+        lambda e: math.log(max(pair_delta(e), 1e-300)) - math.log(target),
+        1e-6,
+        20.0,
+        xtol=1e-15,
+        rtol=1e-12,
+    )
+
+
+@pytest.mark.parametrize(
+    ("epsilon0", "peer"),
+    # Wang et al. (VLDB 2024)'s variation-ratio ε at δ = 1e-6, n = 1e4, generic parameters,
+    # as their numerical reduction gives it.
+    [(0.5, 0.0181179), (1.0, 0.0432072), (2.0, 0.114401)],
+)
+def test_generic_answer_is_not_looser_than_the_variation_ratio_value(epsilon0, peer):
+    row = amplified_epsilon(1e-6, n=10_000, mechanism="generic", epsilon0=epsilon0)
+    assert row.method == "vr2024" and row.certified
+    assert row.epsilon <= peer
+    assert delta(peer, n=10_000, mechanism="generic", epsilon0=epsilon0).delta <= 1e-6
+
+
+@pytest.mark.parametrize("n", [3, 40, 400])
+@pytest.mark.parametrize("epsilon0", [0.3, 1.0, 4.0])
+def test_vr2024_is_within_its_precision_of_the_uncertified_direct_sum(n, epsilon0):
+    # Every (x, y) summed in floating point, no rounding allowance: the peer's computation.
+    pair = vr_generic_pair(epsilon0, n)
+    target = 1e-3
+    row = amplified_epsilon(target, n=n, mechanism="generic", epsilon0=epsilon0, method="vr2024")
+    if two_count_delta_direct(pair, 1e-7) <= target:
+        return  # already below the target at ~0: nothing to compare
+    exact = _exact_crossing(lambda e: two_count_delta_direct(pair, e), target)
+    assert exact <= row.epsilon <= exact * (1.0 + 3e-6)
+
+
+@pytest.mark.parametrize("n", [10_000, 1_000_000, 100_000_000])
+@pytest.mark.parametrize("epsilon0", [0.5, 2.0, 6.0])
+def test_vr2024_is_within_its_precision_of_the_line_sum_at_scale(n, epsilon0):
+    pair = vr_generic_pair(epsilon0, n)
+    row = amplified_epsilon(1e-6, n=n, mechanism="generic", epsilon0=epsilon0, method="vr2024")
+    exact = _exact_crossing(lambda e: two_count_delta_lines(pair, e), 1e-6)
+    assert row.epsilon <= exact * (1.0 + 3e-6)
+
+
+# -- the settling step itself -----------------------------------------------------------------
+
+
+def test_settle_moves_a_failing_candidate_up_until_the_public_delta_passes():
+    calls: list[float] = []
+
+    def public(eps: float) -> float:
+        calls.append(eps)
+        return math.exp(-40.0 * eps)  # a smooth, steep δ(ε)
+
+    target = 1e-6
+    crossing = math.log(1e6) / 40.0
+    eps, value = settle_epsilon(public, target, crossing * 0.99, 5.0, precision=1e-6)
+    assert value == public(eps) <= target
+    assert crossing <= eps <= crossing * (1.0 + 1e-6)
+    # And from above: it comes down to the crossing.
+    eps, value = settle_epsilon(public, target, crossing * 1.3, 5.0, precision=1e-6)
+    assert value <= target and eps <= crossing * (1.0 + 1e-6)
+
+
+def test_settle_never_returns_a_point_that_fails_even_when_delta_wobbles():
+    # A certificate refined differently at each ε need not be monotone in its last digits.
+    def public(eps: float) -> float:
+        base = math.exp(-40.0 * eps)
+        return base * (1.0 + 1e-3 * math.sin(1e7 * eps))
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        start = float(rng.uniform(0.2, 0.5))
+        eps, value = settle_epsilon(public, 1e-6, start, 5.0, precision=1e-7)
+        assert value == public(eps) <= 1e-6
+
+
+# -- the segmented protocol and its baselines settle too -------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["paper", "dummy"])
+def test_segmented_levels_state_the_public_delta_within_the_target(variant):
+    from shuffledp.accounting.segmented import level_delta, optimize_parameters
+
+    params = optimize_parameters(
+        (0.5, 1.0, 2.0),
+        (3000, 4000, 3000),
+        1e-6,
+        domain_size=20,
+        items_per_user=2,
+        variant=variant,
+        blanket_rate=2.5,
+        with_paper=False,
+        workers=1,
+    )
+    for level in params.levels:
+        again = level_delta(
+            level.epsilon,
+            level.report_probability,
+            message_domain=params.message_domain,
+            items=params.items_per_user,
+            n=params.n,
+            blanket_rate=params.blanket_rate,
+            variant=variant,
+        )
+        assert level.delta == again <= 1e-6
+
+
+@pytest.mark.parametrize("blanket", ["lwy", "alg2"])
+def test_mm_blanket_rate_states_the_public_delta_within_the_target(blanket):
+    from shuffledp.baselines.mm_shuffle import calibrate_blanket_rate, mm_level_delta
+
+    rate, stated = calibrate_blanket_rate(
+        1.0, 1e-6, message_domain=21, items=2, n=5000, blanket=blanket
+    )
+    again = mm_level_delta(
+        1.0, message_domain=21, items=2, n=5000, blanket_rate=rate, blanket=blanket
+    )
+    assert stated == again <= 1e-6
