@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from shuffledp._files import save_figure
 from shuffledp._optional import require
 from shuffledp.analyzers.estimate import HistogramEstimate
 
@@ -114,6 +115,8 @@ def plot_histogram_estimate(
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    try:
+        save_figure(fig, out, dpi=120)  # a temporary file renamed into place
+    finally:
+        plt.close(fig)
     return out

@@ -7,16 +7,22 @@ protocol adds one module and touches nothing else.
 
 Every error a user can cause (bad parameter, missing file or column, value
 outside the domain, missing optional dependency) is printed as one line on
-stderr with exit code 2, and no output file is written.
+stderr with exit code 2, and no output file is written. An output path that
+exists and is not a regular file (a device, FIFO, symbolic link, directory)
+is refused before any work. Ctrl-C prints one line, removes every file the
+command had created (temporary files are removed where they are written) and
+exits with 130, as shells expect of a command stopped by SIGINT.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
 from shuffledp import __version__
+from shuffledp._files import forget_created_outputs, remove_created_outputs
 from shuffledp._validation import ShuffleDPError
 from shuffledp.cli._common import Parser, UsageError
 from shuffledp.cli._registry import command_modules
@@ -36,13 +42,57 @@ def build_parser() -> Parser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code (0 success, 2 bad input)."""
-    parser = build_parser()
+#: Exit code of a command stopped by Ctrl-C (128 + SIGINT, what shells report).
+INTERRUPTED = 128 + int(signal.SIGINT)
+
+
+def interrupted(*, restore: bool) -> int:
+    """Stop after Ctrl-C: ignore further ones, remove what was created, say so in one line.
+
+    Args:
+        restore: Put the previous SIGINT handler back afterwards (when called in
+            process, e.g. by tests); the program itself keeps ignoring SIGINT
+            until it exits, so a second Ctrl-C cannot print a traceback.
+    """
+    previous = None
     try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals go to the main thread anyway
+        pass
+    try:
+        remove_created_outputs()
+        print("shuffledp: interrupted", file=sys.stderr)
+    except Exception:  # nothing may turn the interrupt into a traceback
+        pass
+    if restore and previous is not None:
+        signal.signal(signal.SIGINT, previous)
+    return INTERRUPTED
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code (0 success, 2 bad input, 130 Ctrl-C).
+
+    A command that fails or is interrupted leaves no file it had created.
+    """
+    forget_created_outputs()
+    try:
+        code = _run(argv)
+    except BaseException:  # a bug (a traceback follows) or SystemExit from a handler
+        remove_created_outputs()
+        raise
+    if code not in (0, INTERRUPTED):
+        remove_created_outputs()
+    return code
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    try:
+        parser = build_parser()
         args = parser.parse_args(argv)
         handler: Callable[..., int] = args.handler
         return handler(args)
+    except KeyboardInterrupt:
+        return interrupted(restore=argv is not None)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

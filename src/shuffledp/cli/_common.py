@@ -10,13 +10,11 @@ from __future__ import annotations
 import argparse
 import decimal
 import math
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
-from shuffledp._validation import InvalidParameterError
+from shuffledp._files import check_output_dir, check_output_file, write_text_atomically
 
 __all__ = [
     "CommandModule",
@@ -86,38 +84,29 @@ def checked(check: Callable[..., Any], value: Any, flag: str, **kwargs: Any) -> 
 
 
 def writable(path: str | None, flag: str) -> Path | None:
-    """Return ``path`` as a Path if its directory exists and it is not a directory."""
+    """Return ``path`` as a Path if a file can be written there without damaging anything.
+
+    See :func:`shuffledp._files.check_output_file`: the directory must exist
+    and take new files; an existing path must be a writable regular file (not
+    a symbolic link, directory, device, FIFO or socket). Called before any
+    work, so a bad path stops the command at once.
+    """
     if path is None:
         return None
-    out = Path(path)
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise InvalidParameterError(f"{flag}: directory {str(parent)!r} does not exist")
-    if out.is_dir():
-        raise InvalidParameterError(f"{flag}: {str(out)!r} is a directory")
-    return out
+    return check_output_file(path, flag)
 
 
 def existing_dir_or_new(path: str, flag: str) -> Path:
-    """Return ``path`` as a Path unless it exists and is not a directory."""
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise InvalidParameterError(f"{flag}: {str(out)!r} is not a directory")
-    return out
+    """Return ``path`` as a Path if it is, or can become, a directory that takes new files."""
+    return check_output_dir(path, flag)
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{path.name}.", dir=path.parent if str(path.parent) else "."
-    )
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``text`` to ``path`` through a temporary file and a rename (never partially).
+
+    See :func:`shuffledp._files.write_text_atomically`.
+    """
+    write_text_atomically(path, text)
 
 
 def fmt(value: float) -> str:

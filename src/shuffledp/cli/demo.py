@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import numpy as np
 
-from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
+from shuffledp._files import make_output_dir
+from shuffledp._validation import check_delta, check_epsilon, check_int
 from shuffledp.analyzers.top_t import top_t, top_t_metrics
-from shuffledp.cli._common import checked, integer, number, write_atomically
+from shuffledp.cli._common import checked, existing_dir_or_new, integer, number, write_atomically
 from shuffledp.cli.run._shared import ReleaseContext
 from shuffledp.cli.run.flip import flip_run_to_dict
 from shuffledp.data.synthetic import zipf_values
@@ -62,9 +62,7 @@ def execute(args: argparse.Namespace) -> int:
     delta = checked(check_delta, args.delta, "--delta")
     if args.seed is not None:
         checked(check_int, args.seed, "--seed")
-    out_dir = Path(args.output_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InvalidParameterError(f"--output-dir: {str(out_dir)!r} is not a directory")
+    out_dir = existing_dir_or_new(args.output_dir, "--output-dir")
     if args.deploy:
         from shuffledp.service._extra import require_service_extra
 
@@ -111,7 +109,7 @@ def execute(args: argparse.Namespace) -> int:
         f"top-{t}: precision {metrics.precision:.2f}, recall {metrics.recall:.2f}, "
         f"alpha {metrics.alpha:g}"
     )
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_output_dir(out_dir)
     plot_path = plot_histogram_estimate(
         est,
         out_dir / "flip_demo.png",

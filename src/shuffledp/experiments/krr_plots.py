@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from shuffledp._files import save_figure
 from shuffledp.plotting import require_matplotlib
 
 __all__ = ["plot_krr_vs_gaussian"]
@@ -70,7 +71,7 @@ def _panels(
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from shuffledp._files import make_output_dir, write_file_atomically
 from shuffledp._progress import progress
 from shuffledp._rng import make_rng
 from shuffledp._validation import InvalidParameterError, check_int
@@ -238,7 +239,6 @@ def run_krr_vs_gaussian(
             "beyond it the shuffled k-RR is (epsilon0, 0)-DP already"
         )
     out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
     rng = make_rng(config.seed)
     datasets = [
         discretized_normal(n, k, seed=config.seed + 7 * k + n) for k in config.ks for n in config.ns
@@ -248,11 +248,16 @@ def run_krr_vs_gaussian(
     rows: list[dict[str, Any]] = []
     for data, eps in progress(jobs, desc="krr vs gaussian"):
         rows.extend(_rows_for(data, eps, config, rng))
+    make_output_dir(out)  # only now: an interrupted run leaves no empty directory
     csv_path = out / "krr_vs_gaussian.csv"
-    with csv_path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
+
+    def write_rows(tmp: Path) -> None:
+        with tmp.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=FIELDS)
+            writer.writeheader()
+            writer.writerows(rows)
+
+    write_file_atomically(csv_path, write_rows)
     summary = summarize(rows)
     written = [csv_path]
     if plots:

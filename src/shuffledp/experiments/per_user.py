@@ -81,7 +81,6 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -89,7 +88,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from shuffledp._files import make_output_dir, write_file_atomically, write_text_atomically
 from shuffledp._optional import require
+from shuffledp._pools import worker_pool
 from shuffledp._progress import progress, progress_bar, working
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.accounting.api import amplified_epsilon
@@ -748,9 +749,7 @@ def _map_jobs(
                 results.append(function(job))
                 bar.update(1)
             return results
-        with ProcessPoolExecutor(
-            max_workers=min(workers, len(jobs)), initializer=_init_worker
-        ) as pool:
+        with worker_pool(min(workers, len(jobs)), initializer=_init_worker) as pool:
             futures = [pool.submit(function, job) for job in jobs]
             for future in futures:
                 results.append(future.result())
@@ -1287,11 +1286,13 @@ def _attack(
 
 
 def _write_csv(path: Path, fields: Iterable[str], rows: list[dict[str, Any]]) -> Path:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(fields), restval="")
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
+    def write(tmp: Path) -> None:
+        with tmp.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(fields), restval="")
+            writer.writeheader()
+            writer.writerows(rows)
+
+    return write_file_atomically(path, write)
 
 
 def _json_safe(value: Any) -> Any:
@@ -1338,7 +1339,6 @@ def run_per_user_experiment(
 
 def _run(config: PerUserExperimentConfig, out: Path, *, plots: bool) -> dict[str, Any]:
     started = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
     data = load_data(config)
     if config.clusters > data.n:
         raise InvalidParameterError(f"clusters must be at most n = {data.n}, got {config.clusters}")
@@ -1384,6 +1384,7 @@ def _run(config: PerUserExperimentConfig, out: Path, *, plots: bool) -> dict[str
     attack_rows, attack_summary = _attack(data, config, epsilon1)
     lap("attack")
 
+    make_output_dir(out)  # only now: an interrupted run leaves no empty directory
     files = [
         _write_csv(out / "eps1_sweep.csv", SWEEP_FIELDS, sweep_rows),
         _write_csv(out / "baselines.csv", BASELINE_FIELDS, base_rows),
@@ -1465,8 +1466,8 @@ def _run(config: PerUserExperimentConfig, out: Path, *, plots: bool) -> dict[str
     summary["timings_seconds"] = timings
     summary["elapsed_seconds"] = time.perf_counter() - started
     summary_path = out / "summary.json"
-    summary_path.write_text(
-        json.dumps(_json_safe(summary), indent=2, allow_nan=False) + "\n", encoding="utf-8"
+    write_text_atomically(
+        summary_path, json.dumps(_json_safe(summary), indent=2, allow_nan=False) + "\n"
     )
     files.append(summary_path)
     return {"files": [str(p) for p in files], "summary": _json_safe(summary)}

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from shuffledp._files import save_figure
 from shuffledp.plotting import require_matplotlib
 
 __all__ = ["plot_per_user"]
@@ -98,7 +99,7 @@ def _sweep_figure(plt: Any, rows: list[dict[str, Any]], epsilon: float, path: Pa
         fontsize=10,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -130,7 +131,7 @@ def _baseline_figure(plt: Any, rows: list[dict[str, Any]], path: Path) -> Path:
         caption += f"; not available: {', '.join(missing)}"
     fig.suptitle(f"Baselines, {first['data']}\n{caption}", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -186,7 +187,7 @@ def _epsilon_prime_figure(
         fontsize=10,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -216,7 +217,7 @@ def _thm3_figure(plt: Any, runs: dict[str, list[dict[str, Any]]], path: Path) ->
         ax.set_ylabel("‖Ĥ_i − H̄_i‖₁")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 

@@ -65,7 +65,7 @@ import os
 import statistics
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, as_completed
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -75,6 +75,8 @@ from numpy.typing import NDArray
 from scipy.special import gammaln
 from scipy.stats import binom
 
+from shuffledp._files import make_output_dir, write_file_atomically, write_text_atomically
+from shuffledp._pools import worker_pool
 from shuffledp._progress import progress, progress_bar
 from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.accounting.segmented import (
@@ -682,7 +684,7 @@ def _run_jobs(
                 gaps.append(_blanket_gap(gap))
                 bar.update(1)
             return points, gaps
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with worker_pool(workers) as pool:
             futures: dict[Future[Any], str] = {}
             for cal in cal_jobs:
                 futures[pool.submit(_calibrate_points, cal)] = "cal"
@@ -837,7 +839,6 @@ def run_segmented_experiment(
     if out.exists() and not out.is_dir():
         raise InvalidParameterError(f"output directory {str(out)!r} is not a directory")
     source = _load_source(config)
-    out.mkdir(parents=True, exist_ok=True)
     workers = config.workers if config.workers is not None else min(2, os.cpu_count() or 1)
     settings = [(n, s) for n in config.ns for s in config.items_per_user]
     d_msg = source.message_domain
@@ -917,11 +918,16 @@ def run_segmented_experiment(
     rows = _rows(
         config, source, settings, ours_by_setting, dummy_by_setting, baselines, tally, level_counts
     )
+    make_output_dir(out)  # only now: an interrupted run leaves no empty directory
     csv_path = out / f"segmented_{config.data}.csv"
-    with csv_path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
+
+    def write_rows(tmp: Path) -> None:
+        with tmp.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=FIELDS)
+            writer.writeheader()
+            writer.writerows(rows)
+
+    write_file_atomically(csv_path, write_rows)
     summary = _summary(
         config, source, settings, rows, points, gaps, baselines, dummy_setting, level_counts
     )
@@ -931,7 +937,7 @@ def run_segmented_experiment(
         "workers": workers,
     }
     json_path = out / f"segmented_{config.data}_summary.json"
-    json_path.write_text(json.dumps(_jsonable(summary), indent=2) + "\n", encoding="utf-8")
+    write_text_atomically(json_path, json.dumps(_jsonable(summary), indent=2) + "\n")
     written = [csv_path, json_path]
     if plots:
         from shuffledp.experiments.segmented_plots import plot_segmented

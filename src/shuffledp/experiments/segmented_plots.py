@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from shuffledp._files import save_figure
 from shuffledp.plotting import require_matplotlib
 
 __all__ = ["plot_segmented"]
@@ -132,7 +133,7 @@ def _mse_figure(plt: Any, rows: list[dict[str, Any]], out: Path, data: str, n: i
     )
     fig.tight_layout(rect=(0, 0.17, 1, 0.93))
     path = out / f"segmented_{data}_n{n}_s{s}.png"
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -194,6 +195,6 @@ def _lambda_figure(
     )
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     path = out / f"segmented_{data}_lambda.png"
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.cli._common import checked, fmt, integer
+from shuffledp.cli._common import checked, existing_dir_or_new, fmt, integer
 
 NAME = "krr-vs-gaussian"
 HELP = "shuffled k-RR vs the central Gaussian"
@@ -61,9 +60,7 @@ def execute(args: argparse.Namespace) -> int:
         if args.repetitions is None
         else checked(check_int, args.repetitions, "--repetitions", minimum=1)
     )
-    out_dir = Path(args.output_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InvalidParameterError(f"--output-dir: {str(out_dir)!r} is not a directory")
+    out_dir = existing_dir_or_new(args.output_dir, "--output-dir")
     config = ExperimentConfig.quick(seed) if args.quick else ExperimentConfig(seed=seed)
     if args.data != "synthetic":
         sizes = (10_000,) if args.quick else (10_000, 100_000)

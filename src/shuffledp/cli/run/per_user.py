@@ -16,9 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from shuffledp import __version__
+from shuffledp._files import write_file_atomically
 from shuffledp._optional import require
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
 from shuffledp.cli._common import checked, integer, number, writable, write_atomically
@@ -347,6 +346,9 @@ def write_estimates(
 ) -> None:
     """Write the estimates as a wide table (CSV or Parquet by suffix), atomically.
 
+    Through :func:`shuffledp._files.write_file_atomically`: a temporary file
+    renamed over ``path``, removed if anything fails (Ctrl-C included).
+
     Args:
         path: The output file (``.csv``, ``.parquet`` or ``.pq``).
         id_column: Name of the user id column.
@@ -362,11 +364,8 @@ def write_estimates(
             f"the user id column {id_column!r} is also a class label; the output table needs "
             "distinct column names (name the user column differently)"
         )
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent if str(path.parent) else "."
-    )
-    os.close(fd)
-    try:
+
+    def write(tmp: Path) -> None:
         if path.suffix.lower() == ".csv":
             with open(tmp, "w", encoding="utf-8", newline="") as handle:
                 writer = csv.writer(handle)
@@ -383,10 +382,8 @@ def write_estimates(
             for j, label in enumerate(classes):
                 columns[label] = pa.array(np.ascontiguousarray(estimates[:, j]))
             pq.write_table(pa.table(columns), tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    write_file_atomically(path, write)
 
 
 def _report(
