@@ -20,6 +20,8 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import Any
 
 from shuffledp import __version__
 from shuffledp._files import forget_created_outputs, remove_created_outputs
@@ -46,6 +48,14 @@ def build_parser() -> Parser:
 INTERRUPTED = 128 + int(signal.SIGINT)
 
 
+def _ignore_sigint() -> Callable[[int, FrameType | None], Any] | int | signal.Handlers | None:
+    """Ignore SIGINT from now on; return the previous handler (``None`` off the main thread)."""
+    try:
+        return signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals go to the main thread anyway
+        return None
+
+
 def interrupted(*, restore: bool) -> int:
     """Stop after Ctrl-C: ignore further ones, remove what was created, say so in one line.
 
@@ -54,11 +64,7 @@ def interrupted(*, restore: bool) -> int:
             process, e.g. by tests); the program itself keeps ignoring SIGINT
             until it exits, so a second Ctrl-C cannot print a traceback.
     """
-    previous = None
-    try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread: signals go to the main thread anyway
-        pass
+    previous = _ignore_sigint()
     try:
         remove_created_outputs()
         print("shuffledp: interrupted", file=sys.stderr)
@@ -90,7 +96,12 @@ def _run(argv: Sequence[str] | None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         handler: Callable[..., int] = args.handler
-        return handler(args)
+        code = handler(args)
+        if argv is None:
+            # The command is done and only Python's exit is left, during which SIGINT
+            # would kill the process silently: a late Ctrl-C no longer changes anything.
+            _ignore_sigint()
+        return code
     except KeyboardInterrupt:
         return interrupted(restore=argv is not None)
     except UsageError as exc:
