@@ -235,7 +235,10 @@ def write_file_atomically(path: str | Path, write: Callable[[Path], None]) -> Pa
         replaced = True
     except OSError as exc:
         if exc.filename is None or str(exc.filename) == tmp_name:
-            raise OSError(exc.errno, exc.strerror, str(out)) from None
+            # Name the target, never the temporary file (some writers, e.g. pyarrow, put
+            # the path they were given in the message itself).
+            reason = (exc.strerror or str(exc)).replace(tmp_name, os.fspath(path))
+            raise OSError(exc.errno, reason, os.fspath(path)) from None
         raise
     finally:
         if not replaced:

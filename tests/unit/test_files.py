@@ -97,6 +97,14 @@ def test_write_errors_name_the_target_not_the_temporary_file(tmp_path: Path) -> 
     assert info.value.filename == str(out)
     assert _entries(tmp_path) == []  # the temporary file is gone
 
+    def fail_in_words(tmp: Path) -> None:  # as pyarrow reports: the path inside the message
+        raise OSError(f"Failed to write {tmp}: disk full")
+
+    with pytest.raises(OSError) as info:
+        write_file_atomically(out, fail_in_words)
+    assert str(out) in str(info.value) and ".out.bin." not in str(info.value)
+    assert _entries(tmp_path) == []
+
 
 def test_interrupt_inside_a_write_leaves_no_temporary_file(tmp_path: Path) -> None:
     out = tmp_path / "table.csv"
