@@ -289,3 +289,44 @@ def test_the_analyzer_refuses_a_large_body_without_buffering_it(deploy):
     assert dep.analyzer_metrics()["rejected"] == {"body_too_large": 2}
     assert dep.analyzer_metrics()["batches_stored"] == 0
     assert _health_seconds(dep.analyzer.url) < 1.0
+
+
+def test_pipelined_and_keep_alive_requests_get_their_own_header_deadline(deploy):
+    dep = deploy("krr", min_batch_users=100, shuffler_args=["--header-timeout", "1"])
+    get = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", dep.shuffler.port)) as sock:
+        # Two whole requests and the start of a third, in one write.
+        sock.sendall(get + get + b"GET /v1/health HTTP/1.1\r\nHo")
+        started = time.monotonic()
+        answer = b""
+        sock.settimeout(5)
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except (TimeoutError, ConnectionResetError):
+            pass
+        waited = time.monotonic() - started
+    assert answer.count(b"HTTP/1.1 200 OK") == 2
+    assert answer.count(b"HTTP/1.1 408 Request Timeout") == 1 and b'"header_timeout"' in answer
+    assert 0.9 < waited < 2.5
+    # A keep-alive connection that sends a request slowly, a byte at a time, is cut off too.
+    with socket.create_connection(("127.0.0.1", dep.shuffler.port)) as sock:
+        sock.sendall(get)
+        assert _status(_read_answer_head(sock)) == 200
+        started = time.monotonic()
+        try:
+            for byte in get * 10:
+                sock.sendall(bytes([byte]))
+                time.sleep(0.05)
+        except OSError:
+            pass
+        assert time.monotonic() - started < 2.5
+    assert dep.shuffler_metrics()["connections"]["header_timeouts"] == 2
+
+
+def _read_answer_head(sock: socket.socket) -> bytes:
+    sock.settimeout(5)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    return data

@@ -42,7 +42,7 @@ import asyncio
 import json
 import resource
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -124,6 +124,8 @@ class GuardedProtocol(HttpToolsProtocol):
 
     limits: ClassVar[ConnectionLimits] = ConnectionLimits()
     stats: ClassVar[ConnectionStats] = ConnectionStats()
+    #: The connections waiting on their client, longest-waiting first (one per server).
+    waiting: ClassVar[OrderedDict[GuardedProtocol, None]] = OrderedDict()
 
     def __init__(
         self,
@@ -135,8 +137,9 @@ class GuardedProtocol(HttpToolsProtocol):
         super().__init__(config, server_state, app_state, _loop)
         self._headers_done = False
         self._header_bytes = 0
+        self._request_started: float | None = None
+        self._headers_at = 0.0
         self._deadline: asyncio.TimerHandle | None = None
-        self._since = 0.0
         self._counted = False
 
     # -- connections ------------------------------------------------------------------
@@ -146,48 +149,51 @@ class GuardedProtocol(HttpToolsProtocol):
         super().connection_made(transport)
         self._counted = True
         self.stats.open += 1
-        self._since = self.loop.time()
         if len(self.connections) > self.limits.max_connections and not self._evict_one():
             self.stats.add("refused")
             self._reject(503, "Service Unavailable", "too_many_connections", "too many connections")
             return
-        self._arm(self.limits.header_timeout, self._header_timeout)
+        self._wait_on_client(restart=True)
+        self._request_started = self.loop.time()
+        self._arm_at(self._request_started + self.limits.header_timeout, self._header_timeout)
 
     def connection_lost(self, exc: Exception | None) -> None:
         """Forget the connection and its deadline."""
         self._disarm()
+        self.waiting.pop(self, None)
         if self._counted:
             self._counted = False
             self.stats.open -= 1
         super().connection_lost(exc)
 
-    def _waiting_on_client(self) -> bool:
-        """Whether no answer is being computed: idle, or still sending a request."""
+    def _wait_on_client(self, *, restart: bool = False) -> None:
+        """Keep :attr:`waiting` up to date: is the connection idle or still sending a request?
+
+        With ``restart``, its wait starts now (it goes last in the eviction order).
+        """
         cycle = self.cycle
-        return cycle is None or cycle.response_complete or cycle.more_body
+        idle = cycle is None or cycle.response_complete or cycle.more_body
+        if not idle or self.transport.is_closing():
+            self.waiting.pop(self, None)
+        elif restart or self not in self.waiting:
+            self.waiting[self] = None
+            self.waiting.move_to_end(self)
 
     def _evict_one(self) -> bool:
         """Close the connection waiting on its client the longest; False if there is none."""
-        candidates = [
-            c
-            for c in self.connections
-            if isinstance(c, GuardedProtocol)
-            and c is not self
-            and not c.transport.is_closing()
-            and c._waiting_on_client()
-        ]
-        if not candidates:
-            return False
-        victim = min(candidates, key=lambda c: c._since)
-        self.stats.add("evicted")
-        victim._close()
-        return True
+        while self.waiting:
+            victim, _ = self.waiting.popitem(last=False)
+            if victim is not self and not victim.transport.is_closing():
+                self.stats.add("evicted")
+                victim._close()
+                return True
+        return False
 
     # -- deadlines --------------------------------------------------------------------
 
-    def _arm(self, seconds: float, callback: Callable[[], None]) -> None:
+    def _arm_at(self, when: float, callback: Callable[[], None]) -> None:
         self._disarm()
-        self._deadline = self.loop.call_later(seconds, callback)
+        self._deadline = self.loop.call_at(when, callback)
 
     def _disarm(self) -> None:
         if self._deadline is not None:
@@ -232,13 +238,18 @@ class GuardedProtocol(HttpToolsProtocol):
     # -- reading ----------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
-        """Feed the parser, counting header bytes and starting the header deadline."""
+        """Feed the parser, counting header bytes; then set the deadline still missing.
+
+        A request that arrives whole in one read sets no timer: its deadlines
+        are armed only if its headers or its body are still incomplete once
+        the bytes received are parsed.
+        """
         while data:
             if self.transport.is_closing():
                 return
             if self._headers_done:
                 super().data_received(data)
-                return
+                break
             room = self.limits.max_header_bytes - self._header_bytes
             if room <= 0:
                 self.stats.add("headers_too_large")
@@ -249,24 +260,45 @@ class GuardedProtocol(HttpToolsProtocol):
                     f"request line and headers exceed {self.limits.max_header_bytes} bytes",
                 )
                 return
-            if self._header_bytes == 0 and self._deadline is None:
-                self._arm(self.limits.header_timeout, self._header_timeout)
-            piece, data = data[:room], data[room:]
+            if self._request_started is None:
+                self._request_started = self.loop.time()
+            if len(data) <= room:
+                piece, data = data, b""
+            else:
+                piece, data = data[:room], data[room:]
             self._header_bytes += len(piece)
             super().data_received(piece)
+        if self._deadline is not None or self.transport.is_closing():
+            return
+        if not self._headers_done:
+            if self._request_started is not None:
+                when = self._request_started + self.limits.header_timeout
+                self._arm_at(when, self._header_timeout)
+        elif self.cycle is not None and self.cycle.more_body:
+            self._arm_at(self._headers_at + self.limits.body_timeout, self._body_timeout)
+
+    def on_message_begin(self) -> None:
+        """A request's first byte (also one pipelined behind another): its headers' clock starts."""
+        if self._request_started is None:
+            self._request_started = self.loop.time()
+        super().on_message_begin()
 
     def on_headers_complete(self) -> None:
-        """Headers in: stop their deadline, start the body's."""
+        """Headers in: their deadline is over; the body's counts from now."""
+        self._disarm()
         self._headers_done = True
-        self._arm(self.limits.body_timeout, self._body_timeout)
+        self._headers_at = self.loop.time()
         super().on_headers_complete()
+        self._wait_on_client()
 
     def on_message_complete(self) -> None:
         """Body in: no deadline until the next request's first byte."""
         self._disarm()
         self._headers_done = False
         self._header_bytes = 0
+        self._request_started = None
         super().on_message_complete()
+        self._wait_on_client()
 
     def on_response_complete(self) -> None:
         """An answer was sent: the connection now waits on its client again.
@@ -276,11 +308,11 @@ class GuardedProtocol(HttpToolsProtocol):
         :data:`DISCARD_SECONDS`, long enough for the client to read the answer,
         then the connection is closed.
         """
-        self._since = self.loop.time()
         cycle = self.cycle
         if cycle is not None and cycle.more_body and not self.transport.is_closing():
-            self._arm(DISCARD_SECONDS, self._close)
+            self._arm_at(self.loop.time() + DISCARD_SECONDS, self._close)
         super().on_response_complete()
+        self._wait_on_client(restart=True)
 
 
 def guarded_protocol(limits: ConnectionLimits, stats: ConnectionStats) -> type[GuardedProtocol]:
@@ -294,4 +326,5 @@ def guarded_protocol(limits: ConnectionLimits, stats: ConnectionStats) -> type[G
 
     BoundGuardedProtocol.limits = limits
     BoundGuardedProtocol.stats = stats
+    BoundGuardedProtocol.waiting = OrderedDict()
     return BoundGuardedProtocol
