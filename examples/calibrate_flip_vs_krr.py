@@ -38,11 +38,12 @@ def main() -> None:
     args.output_dir.mkdir(parents=True, exist_ok=True)
     n, d = args.n, args.domain_size
 
-    values = zipf_values(n, d, seed=args.seed)
+    # One seed, two consumers: independent child streams for the data and the runs.
+    data_rng, rng = np.random.default_rng(args.seed).spawn(2)
+    values = zipf_values(n, d, seed=data_rng)
     truth = np.bincount(values, minlength=d)
     flip = FlipProtocol.calibrated(n, d, args.epsilon, args.delta)
     krr = KRRProtocol.calibrated(n, d, args.epsilon, args.delta)
-    rng = np.random.default_rng(args.seed)
     measured = {}
     for name, protocol in (("flip", flip), ("krr", krr)):
         runs = [protocol.run(values, path="count", seed=rng) for _ in range(args.runs)]

@@ -6,7 +6,7 @@ The public API is re-exported here.
 """
 
 from shuffledp._optional import MissingExtraError
-from shuffledp._rng import make_rng
+from shuffledp._rng import child_seeds, make_rng
 from shuffledp._validation import DataError, InvalidParameterError, ShuffleDPError
 from shuffledp.accounting.calibration import calibrate_flip_q
 from shuffledp.accounting.compose import compose, reports_from_json
@@ -72,6 +72,7 @@ __all__ = [
     "calibrate_flip",
     "calibrate_flip_q",
     "calibrate_krr",
+    "child_seeds",
     "compose",
     "default_fake_users",
     "encode_values",

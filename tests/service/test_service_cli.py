@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from _deploy import DOMAIN, stored_counts
 
@@ -218,3 +220,15 @@ def test_demo_deploy(tmp_path):
     validate(release)
     assert release["linf_error"] < 60
     assert not list(tmp_path.glob("**/*.db"))  # the stores were temporary
+    # Seeded clients (a child stream of --seed, independent of the data's): the release
+    # says so, and the estimate is unbiased. FLIP's debiased count of bin j has variance
+    # n(1 + k)·q(1 − q)/(1 − 2q)² (every bit of the n(1 + k) vectors flipped w.p. q); 4.5
+    # standard errors over the 100 bins fail by chance with probability about 7e-4.
+    assert release["parameters"]["seed"] == 1
+    assert any("seeded" in item for item in release["privacy"]["not_covered"])
+    assert release["privacy"]["covers_release"] is False
+    q, k = release["parameters"]["q"], release["parameters"]["k"]
+    truth = np.asarray(release["true_counts"], dtype=float)
+    se = math.sqrt(2000 * (1 + k) * q * (1 - q)) / (1 - 2 * q)
+    z = (np.asarray(release["estimate"]["counts"]) - truth) / se
+    assert np.all(np.abs(z) < 4.5), z

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from shuffledp._rng import SEEDED_NOT_COVERED
 from shuffledp.cli import build_parser, main
 from shuffledp.data.synthetic_users import clustered_users
 
@@ -96,7 +97,9 @@ def test_long_input_writes_table_and_report(long_file, tmp_path, capsys, users):
     privacy = result["privacy"]
     assert privacy["epsilon"] == 4.0 and privacy["delta"] == 0.0
     assert privacy["method"] == "per-user-laplace-local" and privacy["bound"] == "upper"
-    assert privacy["covers_release"] and privacy["not_covered"] == []
+    # A seeded run (--seed in _base) says so: its shuffle is not cryptographic.
+    assert not privacy["covers_release"] and privacy["not_covered"] == [SEEDED_NOT_COVERED]
+    assert result["parameters"]["seed"] == privacy["parameters"]["seed"] == 1
     # The default relation, in words: up to floor(c s) items moved, which covers the L1 reading.
     assert "moving at most floor(0.1*s) of its items" in privacy["neighbouring"]
     assert "this includes every H' with ||H - H'||_1 <= floor(0.1*s)" in privacy["neighbouring"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from shuffledp._rng import SEEDED_NOT_COVERED
 from shuffledp.cli import main
 
 RUN = ["--column", "city", "--epsilon", "1", "--delta", "0.05", "--path", "count", "--seed", "1"]
@@ -65,8 +66,20 @@ def test_declared_domain_does_not_depend_on_the_data(neighbours, capsys, protoco
     for result in results:
         assert result["domain_source"] == "declared"
         assert result["privacy"]["domain_covered"] is True
-        assert result["privacy"]["not_covered"] == []
-        assert result["privacy"]["covers_release"] is True
+        # The declared domain adds nothing; the only item is the seed's (RUN has --seed).
+        assert result["privacy"]["not_covered"] == [SEEDED_NOT_COVERED]
+        assert result["privacy"]["covers_release"] is False
+        assert result["parameters"]["seed"] == 1
+    # Without a seed (OS entropy, cryptographic shuffle) the release is fully covered.
+    assert RUN[-2:] == ["--seed", "1"]
+    unseeded = RUN[:-2]
+    code, out, err = _run(
+        ["run", protocol, "--input", str(neighbours[0]), *unseeded, "--domain", "A,B,C"], capsys
+    )
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["privacy"]["not_covered"] == [] and result["privacy"]["covers_release"] is True
+    assert "seed" not in result["parameters"]
 
 
 def test_domain_from_data_is_flagged_as_not_covered(neighbours, capsys):

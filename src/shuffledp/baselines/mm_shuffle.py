@@ -58,7 +58,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from shuffledp._rng import SeedLike, make_rng
+from shuffledp._rng import SeedLike, child_seeds, make_rng
 from shuffledp._validation import (
     InvalidParameterError,
     check_delta,
@@ -446,10 +446,13 @@ class MMShuffle:
             n=self.n_users,
         )
         check_user_levels(user_levels, self.n_users)
-        rng = make_rng(seed)
+        # Independent streams for the randomizers and the shuffle (None: OS entropy and
+        # the cryptographic shuffle).
+        randomize_seed, shuffle_seed = child_seeds(seed, 2)
+        rng = make_rng(randomize_seed)
         if path == "message":
             batch = self.randomize(items, rng)
-            shuffled = UniformShuffler().shuffle(batch, seed=None if seed is None else rng)
+            shuffled = UniformShuffler().shuffle(batch, seed=shuffle_seed)
             counts = np.bincount(shuffled.payload, minlength=self.message_domain).astype(np.int64)
         elif path == "count":
             held = item_counts(items, self.message_domain, pad_symbol=self.d)

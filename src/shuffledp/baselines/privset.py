@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammaln
 
-from shuffledp._rng import SeedLike, make_rng
+from shuffledp._rng import SeedLike, child_seeds, make_rng
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
 from shuffledp.baselines.base import (
     PAD,
@@ -318,12 +318,17 @@ class SubexpMechanism:
         items = self.check_items(user_items)
         n = items.shape[0]
         check_user_levels(user_levels, n)
-        rng = make_rng(seed)
+        # Independent streams for the randomizer and the shuffle (None: OS entropy and
+        # the cryptographic permutation).
+        randomize_seed, shuffle_seed = child_seeds(seed, 2)
+        rng = make_rng(randomize_seed)
         size = self.randomizer.output_domain
         if path == "message":
             subsets = self.randomizer.randomize(items, rng)
             if self.model == "shuffle":
-                order = secure_permutation(n) if seed is None else rng.permutation(n)
+                order = (
+                    secure_permutation(n) if shuffle_seed is None else shuffle_seed.permutation(n)
+                )
                 subsets = subsets[order]
             statistic = np.bincount(subsets.ravel(), minlength=size).astype(np.int64)
         elif path == "count":

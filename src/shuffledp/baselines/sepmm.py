@@ -34,7 +34,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from shuffledp._rng import SeedLike, make_rng
+from shuffledp._rng import SeedLike, child_seeds
 from shuffledp._validation import DataError, InvalidParameterError, check_delta, check_epsilon
 from shuffledp.baselines.base import (
     ExecutionPath,
@@ -158,10 +158,11 @@ class SepMM:
                 f"user_levels give {list(counts)} users per level; the mechanism was "
                 f"calibrated for {list(self.level_counts)}"
             )
-        rng = make_rng(seed)
+        # One independent stream per level's mechanism (None: each its own entropy).
+        part_seeds = child_seeds(seed, len(self.parts))
         estimates = tuple(
-            part.run(items[level_of == k], seed=None if seed is None else rng, path=path)
-            for k, part in enumerate(self.parts)
+            part.run(items[level_of == k], seed=part_seed, path=path)
+            for k, (part, part_seed) in enumerate(zip(self.parts, part_seeds, strict=True))
         )
         a = np.array(self.weights)
         freq = np.sum([w * e.frequencies for w, e in zip(a, estimates, strict=True)], axis=0)

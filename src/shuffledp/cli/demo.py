@@ -13,6 +13,7 @@ import json
 import numpy as np
 
 from shuffledp._files import make_output_dir
+from shuffledp._rng import SEEDED_NOT_COVERED, child_seeds
 from shuffledp._validation import check_delta, check_epsilon, check_int
 from shuffledp.analyzers.top_t import top_t, top_t_metrics
 from shuffledp.cli._common import checked, existing_dir_or_new, integer, number, write_atomically
@@ -73,11 +74,13 @@ def execute(args: argparse.Namespace) -> int:
     from shuffledp.plotting import Z95, plot_histogram_estimate, require_matplotlib
 
     require_matplotlib()
-    values = zipf_values(n, d, seed=args.seed)
+    # Independent streams for the synthetic data and the protocol.
+    data_seed, run_seed = child_seeds(args.seed, 2)
+    values = zipf_values(n, d, seed=data_seed)
     truth = np.bincount(values, minlength=d)
     domain = [f"v{j:03d}" for j in range(d)]
     protocol = FlipProtocol.calibrated(n, domain, epsilon, delta)
-    run = protocol.run(values, path="message", seed=args.seed)
+    run = protocol.run(values, path="message", seed=run_seed)
     est = run.estimate
     assert est.stderr is not None
     cal = protocol.calibration
@@ -122,6 +125,8 @@ def execute(args: argparse.Namespace) -> int:
     context = ReleaseContext(
         domain_source="synthetic",
         assumptions=("synthetic users, one value each (Zipf); the shuffle is real",),
+        not_covered=() if args.seed is None else (SEEDED_NOT_COVERED,),
+        seed=args.seed,
     )
     result = flip_run_to_dict(run, cal, context)
     result["schema"] = schema_id("demo")

@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from shuffledp._files import make_output_dir, write_file_atomically
 from shuffledp._progress import progress
-from shuffledp._rng import make_rng
+from shuffledp._rng import SeedLike, child_seeds, make_rng
 from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.accounting.biswas import biswas2023_delta
 from shuffledp.accounting.krr import krr_delta
@@ -54,6 +54,7 @@ __all__ = [
     "DataSet",
     "ExperimentConfig",
     "discretized_normal",
+    "experiment_streams",
     "run_krr_vs_gaussian",
 ]
 
@@ -97,7 +98,19 @@ class DataSet:
         return len(self.histogram)
 
 
-def discretized_normal(n: int, k: int, seed: int | None = None) -> DataSet:
+def experiment_streams(seed: int) -> tuple[np.random.Generator, ...]:
+    """The experiment's three independent streams from its one seed.
+
+    ``SeedSequence(seed).spawn(3)``: the mechanisms' draws, the synthetic data
+    sets (spawned again, one child each) and the samples of real data (the
+    command line spawns one child per sample size). No two consumers share a
+    stream.
+    """
+    streams = child_seeds(check_int(seed, "seed", minimum=0), 3)
+    return tuple(stream for stream in streams if stream is not None)
+
+
+def discretized_normal(n: int, k: int, seed: SeedLike = None) -> DataSet:
     """Return n draws from N(0, 2) in k equal bins over ±3 standard deviations."""
     n = check_int(n, "n", minimum=2)
     k = check_int(k, "k", minimum=2)
@@ -239,9 +252,11 @@ def run_krr_vs_gaussian(
             "beyond it the shuffled k-RR is (epsilon0, 0)-DP already"
         )
     out = Path(output_dir)
-    rng = make_rng(config.seed)
+    rng, synthetic, _ = experiment_streams(config.seed)
+    shapes = [(n, k) for k in config.ks for n in config.ns]
     datasets = [
-        discretized_normal(n, k, seed=config.seed + 7 * k + n) for k in config.ks for n in config.ns
+        discretized_normal(n, k, seed=child)
+        for (n, k), child in zip(shapes, synthetic.spawn(len(shapes)), strict=True)
     ]
     datasets += list(config.extra_data)
     jobs = [(d, e) for d in datasets for e in config.epsilons]

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from shuffledp._rng import SeedLike, make_rng
+from shuffledp._rng import SeedLike, child_seeds, make_rng
 from shuffledp._validation import DataError, InvalidParameterError, check_int
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.messages import MessageBatch, ShuffledBatch
@@ -164,15 +164,17 @@ class ShuffleProtocol(ABC):
             raise DataError(
                 f"the protocol was calibrated for n={self.n} users but got {arr.shape[0]} values"
             )
-        rng = make_rng(seed)
+        # Independent streams for the randomizers and the shuffle (None: OS entropy for
+        # the randomizers, the cryptographic shuffle).
+        randomize_seed, shuffle_seed = child_seeds(seed, 2)
         if path == "message":
-            batch = self.randomize(arr, rng)
-            shuffled = UniformShuffler().shuffle(batch, seed=None if seed is None else rng)
+            batch = self.randomize(arr, make_rng(randomize_seed))
+            shuffled = UniformShuffler().shuffle(batch, seed=shuffle_seed)
             statistic = self.statistic_from_messages(shuffled)
             messages = len(batch)
         elif path == "count":
             histogram = np.bincount(arr, minlength=self.domain_size).astype(np.int64)
-            statistic = self.sample_statistic(histogram, rng)
+            statistic = self.sample_statistic(histogram, make_rng(randomize_seed))
             messages = self.messages_in(statistic)
         else:
             raise InvalidParameterError(f"path must be 'message' or 'count', got {path!r}")

@@ -40,7 +40,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from shuffledp._rng import SeedLike, make_rng
+from shuffledp._rng import SEEDED_NOT_COVERED, SeedLike, child_seeds, make_rng
 from shuffledp._validation import (
     DataError,
     InvalidParameterError,
@@ -613,19 +613,23 @@ class SegmentedProtocol:
                     "exact level counts differ from the users' levels: "
                     f"{level_estimate.used.astype(int).tolist()} vs {actual.tolist()}"
                 )
-        rng = make_rng(seed)
+        # Independent streams for the randomizers and the shuffle (None: OS entropy for
+        # the randomizers, the cryptographic shuffle).
+        randomize_seed, shuffle_seed = child_seeds(seed, 2)
         if path == "message":
-            batch = self.randomize(user_items, levels, rng)
-            shuffled = UniformShuffler().shuffle(batch, seed=None if seed is None else rng)
+            batch = self.randomize(user_items, levels, make_rng(randomize_seed))
+            shuffled = UniformShuffler().shuffle(batch, seed=shuffle_seed)
             statistic = self.statistic_from_messages(shuffled)
             messages = len(batch)
         elif path == "count":
-            statistic = self.sample_statistic(user_items, levels, rng)
+            statistic = self.sample_statistic(user_items, levels, make_rng(randomize_seed))
             messages = int(statistic.sum())
         else:
             raise InvalidParameterError(f"path must be 'message' or 'count', got {path!r}")
         estimate = self.estimate(statistic, level_estimate)
         not_covered = [_LEVEL_DEPENDENCE]
+        if seed is not None:
+            not_covered.append(SEEDED_NOT_COVERED)
         if level_estimate.mode == "exact":
             not_covered.insert(
                 0,
@@ -724,7 +728,8 @@ def run_segmented(
     items = np.asarray(user_items)
     if items.ndim != 2:
         raise DataError(f"user_items must be users x items_per_user, got shape {items.shape}")
-    rng = make_rng(seed)
+    # Step 1 and step 3 draw from independent streams.
+    level_seed, data_seed = child_seeds(seed, 2)
     step1 = aggregate_levels(
         np.asarray(user_levels),
         len(tuple(levels)),
@@ -732,7 +737,7 @@ def run_segmented(
         epsilon=level_epsilon,
         delta=level_delta,
         path=path,
-        seed=None if seed is None else rng,
+        seed=level_seed,
     )
     protocol = SegmentedProtocol.calibrated(
         tuple(levels),
@@ -750,7 +755,7 @@ def run_segmented(
         items,
         np.asarray(user_levels),
         path=path,
-        seed=None if seed is None else rng,
+        seed=data_seed,
         level_estimate=step1,
     )
     return protocol, run

@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from shuffledp._rng import child_seeds
 from shuffledp._validation import ShuffleDPError
 from shuffledp.schemas import schema_id
 from shuffledp.service.client import Client
@@ -39,6 +40,15 @@ def _wait_for_users(analyzer: ServiceProcess, n: int, timeout: float) -> None:
     raise ShuffleDPError(f"the analyzer did not aggregate {n} users within {timeout:g} s")
 
 
+#: What a seeded deploy demo states in ``privacy.not_covered`` (its shuffle is the service's).
+SEEDED_CLIENTS_NOT_COVERED = (
+    "the clients' randomness: the demo's clients were seeded (--seed), so every client's "
+    "messages follow from the seed and whoever knows or guesses it can undo their noise "
+    "(the shuffler service still shuffles with the operating system's cryptographic "
+    "generator); a seed is for tests and demonstrations, never for real data"
+)
+
+
 def run_deploy_demo(
     n: int,
     domain_size: int,
@@ -55,7 +65,10 @@ def run_deploy_demo(
     from shuffledp.data.synthetic import zipf_values
 
     domain = [f"v{j:03d}" for j in range(domain_size)]
-    values = zipf_values(n, domain_size, seed=seed)
+    # Independent streams for the synthetic data and the clients' randomizers (the
+    # shuffler service always shuffles with the operating system's CSPRNG).
+    data_seed, client_seed = child_seeds(seed, 2)
+    values = zipf_values(n, domain_size, seed=data_seed)
     truth = np.bincount(values, minlength=domain_size)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="shuffledp-deploy-") as tmp:
@@ -95,7 +108,7 @@ def run_deploy_demo(
                 f"analyzer at {analyzer.url}, shuffler at {shuffler.url} (SQLite stores in {tmp})"
             )
             t0 = time.perf_counter()
-            with Client(task, shuffler.url, seed=seed) as client:
+            with Client(task, shuffler.url, seed=client_seed) as client:
                 subs = client.submit_many([domain[v] for v in values], per_request=100)
             took = time.perf_counter() - t0
             messages = sum(len(s.ciphertexts) for s in subs)
@@ -131,6 +144,10 @@ def run_deploy_demo(
     print(f"l-inf error {linf:.1f} users; per-bin stderr {float(stderr[0]):.2f}")
     out_dir.mkdir(parents=True, exist_ok=True)
     result["schema"] = schema_id("demo")
+    if seed is not None:
+        result["parameters"]["seed"] = seed
+        result["privacy"]["not_covered"].append(SEEDED_CLIENTS_NOT_COVERED)
+        result["privacy"]["covers_release"] = False
     result["true_counts"] = [int(c) for c in truth]
     result["linf_error"] = linf
     from shuffledp.cli._common import write_atomically

@@ -49,6 +49,7 @@ def execute(args: argparse.Namespace) -> int:
     from shuffledp.experiments.krr_vs_gaussian import (
         DataSet,
         ExperimentConfig,
+        experiment_streams,
         run_krr_vs_gaussian,
     )
     from shuffledp.plotting import require_matplotlib
@@ -66,8 +67,10 @@ def execute(args: argparse.Namespace) -> int:
         sizes = (10_000,) if args.quick else (10_000, 100_000)
         extra: list[DataSet] = []
         if args.data == "flights":
-            for size in sizes:
-                enc = load_flights_destinations(sample=size, seed=seed)
+            # The samples' stream, independent of the mechanisms' (one child per size).
+            samples = experiment_streams(seed)[2].spawn(len(sizes))
+            for size, sample_seed in zip(sizes, samples, strict=True):
+                enc = load_flights_destinations(sample=size, seed=sample_seed)
                 extra.append(DataSet(f"flights dest (n={size})", enc.histogram, enc.domain))
         else:
             if args.gowalla_path is None:

@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from shuffledp import __version__
+from shuffledp._rng import SEEDED_NOT_COVERED, child_seeds
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.cli._common import checked, integer, number, writable, write_atomically
@@ -275,6 +278,9 @@ class RunInput:
             data-dependent count (they go into the JSON release).
         operator_notes: The same with counts (stderr only: counts of dropped or
             remapped rows are statistics of the private data).
+        seed: ``--seed`` (``None``: OS entropy and the cryptographic shuffle).
+        protocol_seed: The protocol's stream: a child of ``seed`` independent of
+            the one that sampled the data (``None`` without a seed).
     """
 
     loaded: LoadedValues
@@ -282,6 +288,8 @@ class RunInput:
     not_covered: list[str] = field(default_factory=list)
     release_notes: list[str] = field(default_factory=list)
     operator_notes: list[str] = field(default_factory=list)
+    seed: int | None = None
+    protocol_seed: np.random.Generator | None = None
 
     @property
     def n(self) -> int:
@@ -296,6 +304,7 @@ class RunInput:
             assumptions=tuple(self.assumptions),
             not_covered=tuple(self.not_covered),
             release_notes=tuple(self.release_notes),
+            seed=self.seed,
         )
 
 
@@ -309,18 +318,22 @@ class ReleaseContext:
         assumptions: Statements the guarantee relies on.
         not_covered: What the release shows outside the guarantee.
         release_notes: Data-independent statements of the rules that adjusted the data.
+        seed: ``--seed`` when given (the release states it in ``parameters.seed``).
     """
 
     domain_source: str
     assumptions: tuple[str, ...] = ()
     not_covered: tuple[str, ...] = ()
     release_notes: tuple[str, ...] = ()
+    seed: int | None = None
 
 
 def load_input(args: argparse.Namespace) -> RunInput:
     """Read and encode the input column over the public domain."""
     domain, domain_source = declared_domain(args, "inferred-from-data")
     delimiter, na_values = csv_options(args)
+    # One seed, two consumers (the per-user sample and the protocol): independent children.
+    data_seed, protocol_seed = child_seeds(args.seed, 2)
     loaded = load_values(
         args.input,
         args.column,
@@ -334,9 +347,14 @@ def load_input(args: argparse.Namespace) -> RunInput:
         encoding=args.encoding,
         na_values=na_values,
         drop_missing=args.drop_missing,
-        seed=args.seed,
+        seed=data_seed,
     )
-    result = RunInput(loaded=loaded, operator_notes=list(loaded.notes))
+    result = RunInput(
+        loaded=loaded,
+        operator_notes=list(loaded.notes),
+        seed=args.seed,
+        protocol_seed=protocol_seed,
+    )
     if args.other is not None:
         result.release_notes.append(
             f"values outside the declared domain were counted in the bin {args.other!r} (--other)"
@@ -372,6 +390,8 @@ def load_input(args: argparse.Namespace) -> RunInput:
             f"which users have no value: rows with a missing value in column {args.column!r} "
             "were dropped before the run (--drop-missing), so n counts only users with a value"
         )
+    if args.seed is not None:
+        result.not_covered.append(SEEDED_NOT_COVERED)
     return result
 
 
@@ -406,7 +426,7 @@ def run_to_dict(
         "path": run.path,
         "estimate": run.estimate.to_dict(),
         "privacy": privacy,
-        "parameters": parameters,
+        "parameters": parameters if context.seed is None else {**parameters, "seed": context.seed},
         "messages": run.messages,
         "messages_per_user": run.messages_per_user,
         "notes": [*context.release_notes, *notes],

@@ -17,6 +17,7 @@ import argparse
 import csv
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from numpy.typing import NDArray
 from shuffledp import __version__
 from shuffledp._files import write_file_atomically
 from shuffledp._optional import require
+from shuffledp._rng import SEEDED_NOT_COVERED
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
 from shuffledp.cli._common import checked, integer, number, writable, write_atomically
 from shuffledp.cli.run._shared import (
@@ -396,6 +398,9 @@ def _report(
             "the class labels: they were taken from the input's header (no --domain); if the "
             "header was derived from the data (e.g. by a pivot) it can reveal which classes occur"
         )
+    if args.seed is not None:
+        not_covered.append(SEEDED_NOT_COVERED)
+        report = replace(report, parameters={**report.parameters, "seed": args.seed})
     report = report.with_context(not_covered=not_covered)
     notes = [
         *data.release_notes,

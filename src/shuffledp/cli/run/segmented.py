@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from shuffledp import __version__
+from shuffledp._rng import child_seeds
 from shuffledp._validation import (
     InvalidParameterError,
     check_delta,
@@ -214,8 +215,13 @@ def segmented_run_to_dict(
     target_delta: float,
     blanket_choice: str,
     extra_notes: tuple[str, ...] = (),
+    seed: int | None = None,
 ) -> dict[str, Any]:
-    """Return the JSON result of a segmented run (schema ``segmented-release``)."""
+    """Return the JSON result of a segmented run (schema ``segmented-release``).
+
+    ``seed`` (``--seed``) goes into ``parameters.seed``; the run's own
+    ``not_covered`` already says that a seeded shuffle is not cryptographic.
+    """
     params = run.parameters
     level_objects = []
     for level, report in zip(params.levels, run.privacy, strict=True):
@@ -265,6 +271,7 @@ def segmented_run_to_dict(
             "message_domain": params.message_domain,
             "lambda": list(params.report_probabilities),
             "error_bound": params.error_bound,
+            **({} if seed is None else {"seed": seed}),
         },
         "messages": run.messages,
         "messages_per_user": run.messages_per_user,
@@ -310,6 +317,10 @@ def execute(args: argparse.Namespace) -> int:
     domain, domain_source = declared_domain(args, "declared")
     assert domain is not None  # one of the domain options is required
     delimiter, na_values = csv_options(args)
+    # One seed, two consumers (the sets' samples and the protocol): independent children.
+    # Two generators built from the same seed draw the same numbers, which tied the
+    # slots' order to the decisions to report them (a biased estimate).
+    data_seed, protocol_seed = child_seeds(args.seed, 2)
     data = load_sets(
         args.input,
         user_column=args.user_column,
@@ -321,7 +332,7 @@ def execute(args: argparse.Namespace) -> int:
         items_per_user=s,
         other=args.other,
         padding=args.padding,
-        seed=args.seed,
+        seed=data_seed,
         delimiter=delimiter,
         encoding=args.encoding,
         na_values=na_values,
@@ -339,7 +350,7 @@ def execute(args: argparse.Namespace) -> int:
         level_epsilon=level_epsilon,
         level_delta=level_delta,
         path=args.path,
-        seed=args.seed,
+        seed=protocol_seed,
     )
     extra: list[str] = []
     if args.other is not None:
@@ -354,7 +365,13 @@ def execute(args: argparse.Namespace) -> int:
     else:
         choice = "fixed"
     result = segmented_run_to_dict(
-        protocol, run, data, target_delta=delta, blanket_choice=choice, extra_notes=tuple(extra)
+        protocol,
+        run,
+        data,
+        target_delta=delta,
+        blanket_choice=choice,
+        extra_notes=tuple(extra),
+        seed=args.seed,
     )
     result["input"] = {
         "file": str(args.input),
