@@ -125,3 +125,17 @@ def test_segmented_run_states_a_seed_and_keeps_its_streams_apart():
     np.testing.assert_array_equal(seeded.statistic, again.statistic)  # reproducible
     _, unseeded = run_segmented(items, levels, **args)
     assert SEEDED_NOT_COVERED not in unseeded.not_covered
+
+
+def test_experiment_streams_are_keyed_by_role():
+    # The segmented and per-user experiments derive every stream from (seed, role, indices):
+    # different roles never share numbers, and none is the root stream make_rng(seed).
+    from shuffledp.experiments import per_user, segmented
+
+    root = make_rng(2024).random(4)
+    draws = [segmented._rng(2024, role, 0, 0, 0).random(4) for role in range(5)]
+    draws += [per_user._rng(2024, tag).random(4) for tag in range(1, 7)]
+    draws.append(root)
+    for i, a in enumerate(draws):
+        for b in draws[i + 1 :]:
+            assert not np.array_equal(a, b)
