@@ -93,11 +93,11 @@ class PrivacyReport:
     def with_context(
         self, *, assumptions: Sequence[str] = (), not_covered: Sequence[str] = ()
     ) -> PrivacyReport:
-        """Return a copy with more assumptions and uncovered items appended."""
+        """Return a copy with more assumptions and uncovered items appended (each once)."""
         return replace(
             self,
-            assumptions=(*self.assumptions, *assumptions),
-            not_covered=(*self.not_covered, *not_covered),
+            assumptions=tuple(dict.fromkeys((*self.assumptions, *assumptions))),
+            not_covered=tuple(dict.fromkeys((*self.not_covered, *not_covered))),
         )
 
     @property

@@ -106,3 +106,15 @@ def test_exact_flip_calibration_keeps_the_default_fake_users():
     paper = FlipProtocol.calibrated(1, 2, 1.0, 1e-6, calibration="paper").calibration
     assert paper.fake_users > 100
     assert any("raised from the default 100" in note for note in paper.notes)
+
+
+def test_a_seeded_library_run_says_so_in_its_report_and_an_unseeded_one_does_not():
+    from shuffledp import FlipProtocol
+    from shuffledp._rng import SEEDED_NOT_COVERED
+
+    protocol = FlipProtocol.calibrated(n=500, domain=["a", "b", "c"], epsilon=1.0, delta=1e-6)
+    values = np.zeros(500, dtype=np.int64)
+    seeded = protocol.run(values, seed=3, path="count")
+    assert seeded.privacy.not_covered.count(SEEDED_NOT_COVERED) == 1
+    assert not seeded.privacy.covers_release
+    assert protocol.run(values, path="count").privacy.not_covered == ()

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from shuffledp._rng import SeedLike, child_seeds, make_rng
+from shuffledp._rng import SEEDED_NOT_COVERED, SeedLike, child_seeds, make_rng
 from shuffledp._validation import DataError, InvalidParameterError, check_int
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.messages import MessageBatch, ShuffledBatch
@@ -178,10 +178,13 @@ class ShuffleProtocol(ABC):
             messages = self.messages_in(statistic)
         else:
             raise InvalidParameterError(f"path must be 'message' or 'count', got {path!r}")
+        privacy = self.privacy_report()
+        if seed is not None:  # a seeded run says so in its report
+            privacy = privacy.with_context(not_covered=(SEEDED_NOT_COVERED,))
         return ProtocolRun(
             protocol=self.name,
             estimate=self.estimate(statistic, labels),
-            privacy=self.privacy_report(),
+            privacy=privacy,
             path=path,
             messages=messages,
             statistic=statistic,

@@ -41,7 +41,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 from numpy.typing import NDArray
 
-from shuffledp._rng import SeedLike, make_rng
+from shuffledp._rng import SEEDED_NOT_COVERED, SeedLike, make_rng
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 from shuffledp.randomizers.laplace import (
@@ -455,6 +455,7 @@ class PerUserHistograms:
             weight=weight,
             true_labels=labels_true,
         )
-        return PerUserRun(
-            estimates=released[perm], report=self.privacy_report(n), analysis=analysis
-        )
+        report = self.privacy_report(n)
+        if seed is not None:  # a seeded run says so in its report
+            report = report.with_context(not_covered=(SEEDED_NOT_COVERED,))
+        return PerUserRun(estimates=released[perm], report=report, analysis=analysis)
