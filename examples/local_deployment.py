@@ -111,7 +111,7 @@ def main() -> None:
     privacy, estimate = release["privacy"], release["estimate"]
     print(
         f"published ({privacy['epsilon']:g}, {privacy['delta']:.3g})-DP [{privacy['method']}] "
-        f"for {release['service']['smallest_batch_users']} users; services stopped"
+        f"for {release['service']['min_batch_users']} honest users per batch; services stopped"
     )
     print(f"{'value':8s}{'true':>6s}{'estimate':>10s}{'± 95%':>8s}")
     for label, count, se in zip(
