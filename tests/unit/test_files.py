@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import stat
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -165,18 +169,44 @@ def test_output_dir_checks_create_nothing(tmp_path: Path) -> None:
     assert _entries(tmp_path) == ["file", "linked"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write read-only files and directories")
-def test_read_only_targets_are_refused(tmp_path: Path) -> None:
-    locked = tmp_path / "locked.json"
-    locked.write_text("keep")
-    locked.chmod(0o444)
-    with pytest.raises(InvalidParameterError, match="is read-only"):
-        check_output_file(str(locked), "--output")
-    shut = tmp_path / "shut"
-    shut.mkdir()
-    shut.chmod(0o555)
+_READ_ONLY_CHECK = """
+import sys
+from shuffledp._validation import InvalidParameterError
+from shuffledp._files import check_output_file
+for path, expected in ((sys.argv[1], "is read-only"), (sys.argv[2], "no file can be created")):
     try:
-        with pytest.raises(InvalidParameterError, match="no file can be created"):
-            check_output_file(str(shut / "x.json"), "--output")
+        check_output_file(path, "--output")
+    except InvalidParameterError as exc:
+        assert expected in str(exc), str(exc)
+    else:
+        raise SystemExit(f"{path} was accepted")
+print("refused both")
+"""
+
+
+def test_read_only_targets_are_refused() -> None:
+    # Root may write read-only files, so the check runs as an unprivileged user there
+    # (nobody, through setpriv), in a directory that user can read.
+    base = Path(tempfile.mkdtemp(prefix="shuffledp-readonly-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        locked = base / "locked.json"
+        locked.write_text("keep")
+        locked.chmod(0o444)
+        shut = base / "shut"
+        shut.mkdir()
+        shut.chmod(0o555)
+        command = [sys.executable, "-c", _READ_ONLY_CHECK, str(locked), str(shut / "x.json")]
+        if os.geteuid() == 0:
+            setpriv = shutil.which("setpriv")
+            assert setpriv, "setpriv (util-linux) is needed to run this check as a non-root user"
+            command = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0 and "refused both" in done.stdout, done.stderr
+        assert locked.read_text() == "keep"
+        assert list(shut.iterdir()) == []
     finally:
-        shut.chmod(0o755)
+        shut_dir = base / "shut"
+        if shut_dir.exists():
+            shut_dir.chmod(0o755)
+        shutil.rmtree(base)
