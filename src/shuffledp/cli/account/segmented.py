@@ -17,7 +17,7 @@ from typing import Any
 from shuffledp._progress import working
 from shuffledp._validation import InvalidParameterError, check_delta, check_int
 from shuffledp.accounting.segmented import DEFAULT_BLANKET_GRID, VARIANTS, optimize_parameters
-from shuffledp.cli._common import checked, fmt, integer, number
+from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
 from shuffledp.cli.run.segmented import parse_blanket, parse_levels
 from shuffledp.protocols.segmented import largest_remainder
 from shuffledp.schemas import schema_id
@@ -137,11 +137,21 @@ def execute(args: argparse.Namespace) -> int:
     )
     print(header)
     for level in params.levels:
-        lower = "-" if level.lower_bound_delta is None else fmt(level.lower_bound_delta)
+        # Shown on the safe side: λ down (less reporting), certified δs up, the lower
+        # bound down.
+        lower = (
+            "-" if level.lower_bound_delta is None else fmt_bound(level.lower_bound_delta, up=False)
+        )
+        paper_delta = (
+            fmt(level.paper_delta)
+            if math.isnan(level.paper_delta)
+            else fmt_bound(level.paper_delta, up=True)
+        )
         print(
-            f"{level.epsilon:>8g}{level.users:>10d}{fmt(level.report_probability):>11s}"
-            f"{fmt(level.delta):>12s}{lower:>13s}"
-            f"{fmt(level.paper_report_probability):>14s}{fmt(level.paper_delta):>12s}"
+            f"{level.epsilon:>8g}{level.users:>10d}"
+            f"{fmt_bound(level.report_probability, up=False):>11s}"
+            f"{fmt_bound(level.delta, up=True):>12s}{lower:>13s}"
+            f"{fmt(level.paper_report_probability):>14s}{paper_delta:>12s}"
         )
     print(
         "delta: certified upper bound at the level's epsilon; lower bound: delta of a concrete "
