@@ -362,6 +362,17 @@ def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingRe
         value = method.evaluate(eps, mech)
         if math.isnan(value.value):
             return _result(method, mech, None, None, False, value.reason)
+        if not value.value > target:
+            # The lower bound is at most the target down to ε → 0: it says only ε ≥ 0.
+            return _result(
+                method,
+                mech,
+                None,
+                None,
+                False,
+                f"this lower bound stays at or below delta={target:g} for every epsilon > 0; "
+                "it says nothing about epsilon here",
+            )
         return _result(method, mech, eps, value.value, value.certified, value.reason)
     if candidate is None:
         # Without a deciding mode this is the public δ already (Method.evaluate).

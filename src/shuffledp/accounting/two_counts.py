@@ -66,12 +66,37 @@ __all__ = [
 Rounding = Literal["up", "down"]
 
 #: Bound on the relative error of scipy's regularized incomplete beta for the
-#: symmetric binomial tails used here. The largest error measured against exact
-#: sums was 2.2e-11 (N = 1e9, 12 standard deviations out); the bound leaves a
-#: factor of 45 of margin and only multiplies the probability of the region
-#: where P > e^ε Q, not δ's floor.
+#: symmetric binomial tails P[Bin(N, ½) ≥ j] used here, for N up to 1e9; above,
+#: it grows with N (:func:`_tail_relative_error`). The worst errors measured
+#: against exact integer sums: 3e-11 at N = 1e8, 9.4e-11 at 1e9, 3.7e-10 at
+#: 1e10, 7.1e-10 at 1e11, 5.1e-9 at 1e12 and 2.0e-8 at 1e13.
 _TAIL_RELATIVE_ERROR = 1e-9
 _UNIT_ROUNDOFF = 2.0**-53
+#: Smallest positive subnormal double: the absolute rounding error of a product or
+#: sum that lands below the normal range is at most half of it.
+_SUBNORMAL = 2.0**-1074
+_SMALLEST_NORMAL = 2.2250738585072014e-308
+
+
+def _tail_relative_error(trials: NDArray[np.float64]) -> NDArray[np.float64]:
+    """τ(N): the tails' relative error bound, 1e-9·max(1, N/1e9) (measured: see above).
+
+    Linear growth in N keeps at least a factor 10 over every error measured
+    (the errors grow about as N^0.6).
+    """
+    return _TAIL_RELATIVE_ERROR * np.maximum(1.0, trials / 1e9)
+
+
+def _exp_relative_error(epsilon: float) -> float:
+    """Relative error bound of :func:`_exp_times`'s e^ε·x.
+
+    Up to ε = 700 it is e^ε (one rounding) times x (one more); beyond, e^{ε + ln x},
+    whose argument carries the roundings of ln x and of the sum, each at most a
+    unit of |ε| + 745, so the result is off by up to twice that many units.
+    """
+    if epsilon <= 700.0:
+        return 2.0 * _UNIT_ROUNDOFF
+    return (2.0 * (epsilon + 745.0) + 2.0) * _UNIT_ROUNDOFF
 
 
 @dataclass(frozen=True)
@@ -126,6 +151,14 @@ class TwoCountPair:
                 f"w0 must be 1 - w1 - w2 (in [0, 1]), got w0={self.w0!r} for "
                 f"w1={self.w1!r}, w2={self.w2!r}"
             )
+        for name in ("rate", "w1", "w2", "w0", "rate_complement"):
+            value = getattr(self, name)
+            if value is not None and 0.0 < value < _SMALLEST_NORMAL:
+                raise InvalidParameterError(
+                    f"{name}={value!r} is below the smallest normal double (2.2e-308): it "
+                    "cannot stand for a probability within a few rounding units; use 0 or "
+                    "a value of at least 2.2e-308"
+                )
 
     @property
     def idle(self) -> float:
@@ -327,16 +360,35 @@ def line_divergence_each(
     with np.errstate(over="ignore", invalid="ignore"):
         second = np.where(tail_2 > 0, (a + g) * expm1_eps * tail_2, 0.0)
     values[index_on] = np.clip(first - second, 0.0, None)
-    # Evaluation error: the tail (τ), the pmf point, e^ε and the products (a few units
-    # each), the subtraction α − e^ε γ (three units of α + e^ε γ), and a pmf point or
-    # tail that underflowed to 0 (at most 1e-300 each).
-    charges[index_on] += (
-        (_TAIL_RELATIVE_ERROR + 8.0 * _UNIT_ROUNDOFF) * second
+    # Evaluation error: the tail (τ(s − 1)), the pmf point, the products (a few units
+    # each), the subtraction α − e^ε γ (three units of α + e^ε γ, plus e^ε's own
+    # error), a pmf point or tail that underflowed to 0 (at most 1e-300 each), and
+    # weights that fell below the normal range (α, γ off by a few subnormal units
+    # absolutely: their effect is at most that times (1 + e^ε) per point summed).
+    exp_error = _exp_relative_error(epsilon)
+    # (Below the normal range every operation above may also be off by half a subnormal
+    # unit whatever its relative error: 16 units cover the products, the difference,
+    # the clip and the line's share of the sum.)
+    charges[index_on] += 16.0 * _SUBNORMAL + (
+        (_tail_relative_error(sl - 1.0) + 8.0 * _UNIT_ROUNDOFF) * second
         + (_POINT_RELATIVE_ERROR + 8.0 * _UNIT_ROUNDOFF) * np.abs(first)
-        + 3.0 * _UNIT_ROUNDOFF * (a + scaled_g) * point
+        + (3.0 * _UNIT_ROUNDOFF + exp_error) * (a + scaled_g) * point
         + _UNDERFLOW * (a + g) * np.where(point == 0.0, 1.0, 0.0)
         + _UNDERFLOW * (a + g) * math.expm1(min(epsilon, 30.0)) * np.where(tail_2 == 0, 1.0, 0.0)
     )
+    # α enters the divergence with a coefficient of at most T₁ = b + T₂ in size, γ with
+    # at most e^ε·T₁. (A weight that is exactly 0 is either 0 by construction or rounded
+    # down from below 2^-1075, which only raises the divergence: the lower sides'
+    # callers drop such lines.)
+    tiny_a = (a > 0.0) & (a < _SMALLEST_NORMAL)
+    if np.any(tiny_a):
+        charges[index_on[tiny_a]] += 4.0 * _SUBNORMAL * (point[tiny_a] + tail_2[tiny_a])
+    tiny_g = (g > 0.0) & (g < _SMALLEST_NORMAL)
+    if np.any(tiny_g):
+        with np.errstate(over="ignore"):
+            charges[index_on[tiny_g]] += (
+                4.0 * _SUBNORMAL * _exp_times(epsilon, point[tiny_g] + tail_2[tiny_g])
+            )
     return values, masses, charges
 
 
@@ -407,6 +459,7 @@ def certify(
     if rounding == "up":
         return min(1.0, total + dropped + allowance)
     charged = _exp_times(epsilon, np.array([dropped]))[0] if dropped > 0 else 0.0
+    charged *= 1.0 + _exp_relative_error(epsilon)
     return max(0.0, total - float(charged) - allowance)
 
 
