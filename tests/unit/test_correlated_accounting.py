@@ -1,0 +1,256 @@
+"""The correlated protocol's exact accountant against brute force, a second algorithm and Monte Carlo.
+
+The brute force never uses the closed form: it builds each bin's law
+P₀(u, v) = Σ_x w(x)·g(u − x)·g(v − x) from the pmfs (scipy), P₁(u, v) = P₀(u − 1, v),
+and sums (P − e^ε Q)₊ over the whole joint law of the two bins a replacement
+moves (or of one bin for add/remove), truncated where both pmfs have left
+less than 1e-25.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from shuffledp._validation import InvalidParameterError
+from shuffledp.accounting import correlated as C
+from shuffledp.accounting.correlated import (
+    CorrelatedNoise,
+    central_dlap_parameter,
+    cheapest_flooding,
+    correlated_delta,
+    correlated_epsilon,
+    dlap_std,
+    generic_bin_delta,
+    largest_alpha,
+)
+
+
+def _bin_laws(alpha: float, r: float, q: float, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """P₀ and P₁ of one bin on {0..size−1}², from scipy's pmfs (no closed form)."""
+    k = np.arange(size)
+    g = stats.geom.pmf(k + 1, 1.0 - alpha)  # P(A = k) = (1 − α)α^k
+    w = stats.nbinom.pmf(k, r, 1.0 - q) if r > 0 else (k == 0).astype(float)
+    p0 = np.zeros((size, size))
+    for x in range(size):
+        if w[x] == 0.0:
+            continue
+        shifted = np.zeros(size)
+        shifted[x:] = g[: size - x]
+        p0 += w[x] * np.outer(shifted, shifted)
+    p1 = np.zeros_like(p0)
+    p1[1:, :] = p0[:-1, :]
+    return p0, p1
+
+
+def _brute_replacement(eps: float, p0: np.ndarray, p1: np.ndarray) -> float:
+    """Σ over (z₁, z₂) of (P₁(z₁)P₀(z₂) − e^ε P₀(z₁)P₁(z₂))₊, in chunks of z₁."""
+    a, b = p1.ravel(), p0.ravel()  # P = P₁ ⊗ P₀
+    c, d = p0.ravel(), p1.ravel()  # Q = P₀ ⊗ P₁
+    e = math.exp(eps)
+    total = 0.0
+    for start in range(0, len(a), 256):
+        block = np.outer(a[start : start + 256], b) - e * np.outer(c[start : start + 256], d)
+        total += float(np.sum(block[block > 0]))
+    return total
+
+
+def _brute_add_remove(eps: float, p0: np.ndarray, p1: np.ndarray) -> float:
+    e = math.exp(eps)
+    first = p0 - e * p1
+    second = p1 - e * p0
+    return max(float(np.sum(first[first > 0])), float(np.sum(second[second > 0])))
+
+
+def _raw(eps: float, noise: CorrelatedNoise) -> float:
+    """The accountant's sum before its rounding allowance (replacement)."""
+    loss = C._bin_loss(noise, C.DEFAULT_TAIL)
+    composed = C._Composed(loss.values0, loss.masses0)
+    total, _ = composed.hockey(loss.values1, loss.masses1, eps)
+    return total + loss.infinite0 * float(np.sum(loss.masses1))
+
+
+SMALL = [
+    (math.exp(-1.0), 2.0, 0.3),
+    (math.exp(-0.7), 0.5, 0.5),
+    (math.exp(-1.5), 3.0, 0.1),
+    (math.exp(-2.0), 1.0, 0.05),
+]
+
+
+@pytest.mark.parametrize(("alpha", "r", "q"), SMALL)
+@pytest.mark.parametrize("eps", [0.05, 0.5, 1.0, 2.5])
+def test_replacement_delta_matches_the_whole_joint_law(alpha, r, q, eps):
+    p0, p1 = _bin_laws(alpha, r, q, 56)
+    brute = _brute_replacement(eps, p0, p1)
+    noise = CorrelatedNoise(alpha, r, q)
+    up = correlated_delta(eps, noise)
+    down = correlated_delta(eps, noise, rounding="down")
+    # Truncation at 56 leaves under 1e-25 of either law: far below the 1e-12 compared.
+    assert down <= brute <= up
+    assert abs(_raw(eps, noise) - brute) <= 1e-12 * brute
+    assert up - down <= 1e-9 * brute
+
+
+@pytest.mark.parametrize(("alpha", "r", "q"), SMALL)
+@pytest.mark.parametrize("eps", [0.05, 0.5, 1.0, 2.5])
+def test_add_remove_delta_matches_the_joint_law_of_one_bin(alpha, r, q, eps):
+    p0, p1 = _bin_laws(alpha, r, q, 80)
+    brute = _brute_add_remove(eps, p0, p1)
+    noise = CorrelatedNoise(alpha, r, q)
+    up = correlated_delta(eps, noise, neighbours="add-remove")
+    down = correlated_delta(eps, noise, neighbours="add-remove", rounding="down")
+    assert down <= brute <= up
+    assert up - down <= 1e-9 * max(brute, 1e-300) + 1e-19
+
+
+def test_without_flooding_the_view_reveals_empty_bins():
+    # r = 0: N⁻ = A′ and N⁺ = h + A, so u = 0 (P₁ = 0) happens with mass 1 − α.
+    alpha = math.exp(-0.5)
+    p0, p1 = _bin_laws(alpha, 0.0, 0.0, 120)
+    noise = CorrelatedNoise(alpha, 0.0, 0.0)
+    for eps in (0.3, 1.0, 3.0):
+        brute = _brute_replacement(eps, p0, p1)
+        assert brute <= correlated_delta(eps, noise) <= brute * (1 + 1e-9)
+        assert correlated_delta(eps, noise) >= 1.0 - alpha
+
+
+@pytest.mark.parametrize(
+    ("a", "r", "q"),
+    [(0.455, 15.9, 0.95), (0.35, 25.0, 0.8), (0.49, 11.2, 0.99), (1.2, 4.0, 0.6)],
+)
+@pytest.mark.parametrize("eps", [0.6, 1.0])
+def test_closed_form_agrees_with_the_two_dimensional_sum_at_deployment_sizes(a, r, q, eps):
+    # generic_bin_delta builds each bin's law on a band around the diagonal and never uses
+    # the closed form: a second algorithm (its own truncation leaves about 1e-14).
+    noise = CorrelatedNoise.from_a(a, r, q)
+    up = correlated_delta(eps, noise)
+    down = correlated_delta(eps, noise, rounding="down")
+    other = generic_bin_delta(eps, alpha=noise.alpha, shape=1.0, flood_r=r, flood_q=q)
+    assert down - 1e-12 * down <= other <= up + 5e-14
+    other_ar = generic_bin_delta(
+        eps, alpha=noise.alpha, shape=1.0, flood_r=r, flood_q=q, neighbours="add-remove"
+    )
+    up_ar = correlated_delta(eps, noise, neighbours="add-remove")
+    assert other_ar <= up_ar + 5e-14
+
+
+def _monte_carlo(eps: float, noise: CorrelatedNoise, size: int, seed: int) -> tuple[float, float]:
+    """δ = E_P[(1 − e^{ε − L})₊] estimated from draws of the two bins (replacement)."""
+    rng = np.random.default_rng(seed)
+    alpha, r, q = noise.alpha, noise.flood_r, noise.flood_q
+
+    def draw() -> tuple[np.ndarray, np.ndarray]:
+        a1 = rng.geometric(1.0 - alpha, size) - 1
+        a2 = rng.geometric(1.0 - alpha, size) - 1
+        w = rng.negative_binomial(r, 1.0 - q, size)
+        return a1 + w, a2 + w
+
+    # Bin one under P₁ (shifted by one), bin two under P₀.
+    u1, v1 = draw()
+    u1 = u1 + 1
+    u2, v2 = draw()
+    k = np.arange(int(max(u1.max(), u2.max(), v1.max(), v2.max())) + 2)
+    log_w = stats.nbinom.logpmf(k, r, 1.0 - q)
+    log_s = np.logaddexp.accumulate(log_w - 2.0 * k * math.log(alpha))  # ln S(t)
+
+    def loss0(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """ln P₀/P₁ at (u, v) from S (the module docstring's identity)."""
+        out = np.full(u.shape, -noise.a)
+        low = u <= v
+        zero = low & (u == 0)
+        mid = low & (u > 0)
+        out[zero] = np.inf
+        out[mid] = math.log(alpha) + log_s[u[mid]] - log_s[u[mid] - 1]
+        return out
+
+    losses = -loss0(u1, v1) + loss0(u2, v2)
+    values = np.where(np.isinf(losses), 1.0, -np.expm1(np.minimum(eps - losses, 0.0)))
+    return float(values.mean()), float(values.std(ddof=1) / math.sqrt(size))
+
+
+@pytest.mark.parametrize(("a", "r", "q", "eps"), [(0.455, 15.9, 0.95, 0.6), (0.8, 3.0, 0.7, 0.9)])
+def test_monte_carlo_estimate_agrees_within_its_standard_error(a, r, q, eps):
+    noise = CorrelatedNoise.from_a(a, r, q)
+    mean, se = _monte_carlo(eps, noise, 400_000, seed=11)
+    up = correlated_delta(eps, noise)
+    down = correlated_delta(eps, noise, rounding="down")
+    # 4.5 standard errors: a false alarm has probability below 1e-5 per side.
+    assert mean - 4.5 * se <= up
+    assert down <= mean + 4.5 * se
+
+
+# -- corners ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", [1e-6, 0.01, 0.5, 0.99, 0.999])
+@pytest.mark.parametrize(("r", "q"), [(0.0, 0.0), (1e-3, 0.5), (40.0, 0.9), (2.0, 1e-4)])
+def test_corners_stay_probabilities_and_bracket(alpha, r, q):
+    noise = CorrelatedNoise(alpha, r, q)
+    for eps in (1e-6, 0.01, 1.0, 30.0, 800.0):
+        up = correlated_delta(eps, noise)
+        down = correlated_delta(eps, noise, rounding="down")
+        assert 0.0 <= down <= up <= 1.0
+        # The +∞ atom (empty flooding, u = 0) is in δ at every ε.
+        assert up >= (1.0 - alpha) * (1.0 - q) ** r * (1.0 - 1e-12)
+
+
+def test_delta_falls_with_epsilon_and_with_more_flooding():
+    base = CorrelatedNoise.from_a(0.455, 15.0, 0.95)
+    more = CorrelatedNoise.from_a(0.455, 16.0, 0.95)
+    eps = np.linspace(0.2, 1.5, 14)
+    values = [correlated_delta(float(e), base) for e in eps]
+    assert all(x >= y for x, y in zip(values, values[1:], strict=False))
+    # (Where the flooding hardly matters the two agree to their rounding allowances.)
+    assert all(
+        correlated_delta(float(e), more) <= v * (1 + 1e-9) for e, v in zip(eps, values, strict=True)
+    )
+
+
+@pytest.mark.parametrize("target", [1e-3, 1e-6, 1e-10])
+def test_epsilon_at_a_delta_is_settled_on_the_public_delta(target):
+    noise = CorrelatedNoise.from_a(0.455, 15.9, 0.95)
+    eps, value = correlated_epsilon(target, noise)
+    assert value == correlated_delta(eps, noise) <= target
+    assert correlated_delta(eps * (1 - 1e-5), noise) > target or eps < 1e-8
+
+
+def test_epsilon_is_refused_below_the_infinite_atom():
+    noise = CorrelatedNoise.from_a(0.5, 1.0, 0.5)  # (1 − α)·P[W = 0] ≈ 0.2
+    with pytest.raises(InvalidParameterError, match="raise the flooding"):
+        correlated_epsilon(1e-6, noise)
+
+
+def test_bad_parameters_are_named():
+    with pytest.raises(InvalidParameterError, match="alpha must be in"):
+        CorrelatedNoise(1.0, 1.0, 0.5)
+    with pytest.raises(InvalidParameterError, match="flood_q must be in"):
+        CorrelatedNoise(0.5, 1.0, 1.0)
+    with pytest.raises(InvalidParameterError, match="neighbours must be"):
+        correlated_delta(1.0, CorrelatedNoise(0.5, 1.0, 0.5), neighbours="swap")  # type: ignore[arg-type]
+
+
+# -- calibration -------------------------------------------------------------------------------
+
+
+def test_largest_alpha_meets_its_standard_deviation_on_the_safe_side():
+    for target in (0.5, 2.8, 3.0791, 50.0):
+        alpha = largest_alpha(target)
+        assert math.sqrt(2 * alpha) / (1 - alpha) <= target
+        bigger = math.nextafter(alpha, 1.0)
+        assert math.sqrt(2 * bigger) / (1 - bigger) > target * (1 - 1e-15)
+
+
+def test_cheapest_flooding_certifies_and_is_locally_minimal():
+    eps, target = 1.0, 1e-6
+    alpha = largest_alpha(1.10 * dlap_std(central_dlap_parameter(eps)))
+    noise = cheapest_flooding(eps, target, alpha)
+    assert correlated_delta(eps, noise) <= target
+    # Less flooding at the same q fails (the r found is the smallest, to 1e-4)...
+    fewer = CorrelatedNoise(alpha, noise.flood_r * (1 - 2e-4), noise.flood_q)
+    assert correlated_delta(eps, fewer) > target
+    # ...and the per-bin std is within 10% of the central discrete Laplace's.
+    assert noise.per_bin_std <= 1.10 * dlap_std(0.5)
