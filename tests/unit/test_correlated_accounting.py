@@ -1,4 +1,4 @@
-"""The correlated protocol's exact accountant against brute force, a second algorithm and Monte Carlo.
+"""The correlated protocol's exact accountant: brute force, a second algorithm, Monte Carlo.
 
 The brute force never uses the closed form: it builds each bin's law
 P₀(u, v) = Σ_x w(x)·g(u − x)·g(v − x) from the pmfs (scipy), P₁(u, v) = P₀(u − 1, v),
@@ -9,6 +9,7 @@ less than 1e-25.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -16,7 +17,7 @@ import pytest
 from scipy import stats
 
 from shuffledp._validation import InvalidParameterError
-from shuffledp.accounting import correlated as C
+from shuffledp.accounting import correlated as accountant
 from shuffledp.accounting.correlated import (
     CorrelatedNoise,
     central_dlap_parameter,
@@ -67,8 +68,8 @@ def _brute_add_remove(eps: float, p0: np.ndarray, p1: np.ndarray) -> float:
 
 def _raw(eps: float, noise: CorrelatedNoise) -> float:
     """The accountant's sum before its rounding allowance (replacement)."""
-    loss = C._bin_loss(noise, C.DEFAULT_TAIL)
-    composed = C._Composed(loss.values0, loss.masses0)
+    loss = accountant._bin_loss(noise, accountant.DEFAULT_TAIL)
+    composed = accountant._Composed(loss.values0, loss.masses0)
     total, _ = composed.hockey(loss.values1, loss.masses1, eps)
     return total + loss.infinite0 * float(np.sum(loss.masses1))
 
@@ -203,7 +204,7 @@ def test_delta_falls_with_epsilon_and_with_more_flooding():
     more = CorrelatedNoise.from_a(0.455, 16.0, 0.95)
     eps = np.linspace(0.2, 1.5, 14)
     values = [correlated_delta(float(e), base) for e in eps]
-    assert all(x >= y for x, y in zip(values, values[1:], strict=False))
+    assert all(x >= y for x, y in itertools.pairwise(values))
     # (Where the flooding hardly matters the two agree to their rounding allowances.)
     assert all(
         correlated_delta(float(e), more) <= v * (1 + 1e-9) for e, v in zip(eps, values, strict=True)
@@ -254,3 +255,16 @@ def test_cheapest_flooding_certifies_and_is_locally_minimal():
     assert correlated_delta(eps, fewer) > target
     # ...and the per-bin std is within 10% of the central discrete Laplace's.
     assert noise.per_bin_std <= 1.10 * dlap_std(0.5)
+
+
+def test_fewer_honest_users_cost_epsilon_and_all_of_them_cost_nothing_extra():
+    from shuffledp.accounting.correlated import epsilon_with_fewer_honest
+
+    noise = CorrelatedNoise.from_a(0.455, 15.9, 0.95)
+    full, _ = correlated_epsilon(1e-6, noise)
+    at_one = epsilon_with_fewer_honest(1e-6, noise, 1.0)
+    assert at_one == pytest.approx(full, rel=2e-4)
+    nine, three_quarters = (epsilon_with_fewer_honest(1e-6, noise, f) for f in (0.9, 0.75))
+    assert full < nine < three_quarters
+    with pytest.raises(InvalidParameterError, match="fraction must be in"):
+        epsilon_with_fewer_honest(1e-6, noise, 1.5)

@@ -97,6 +97,7 @@ __all__ = [
     "correlated_delta",
     "correlated_epsilon",
     "dlap_std",
+    "epsilon_with_fewer_honest",
     "generic_bin_delta",
     "largest_alpha",
     "negative_binomial_tail_point",
@@ -683,3 +684,53 @@ def cheapest_flooding(
     candidates = [(v[0], q, v[1]) for q, v in memo.items() if v is not None]
     _, q, r = min(candidates)
     return CorrelatedNoise(alpha, r, q)
+
+
+def epsilon_with_fewer_honest(
+    delta: float,
+    noise: CorrelatedNoise,
+    fraction: float,
+    *,
+    neighbours: Neighbours = "replacement",
+    precision: float = 1e-4,
+) -> float:
+    """ε at δ when only a ``fraction`` β of the noise the guarantee counts on is present.
+
+    Dropouts and colluding users remove their shares: the totals become
+    A, A′ ~ NB(β, α) and W ~ NB(β·r, q), whose two-dimensional law
+    :func:`generic_bin_delta` sums directly (at β < 1 the difference A − A′ is
+    the generalized discrete Laplace of Harrison & Manurangsi, FORC 2025, arXiv
+    2504.05202). An analysis number for the documentation and reports (the
+    guarantee itself assumes β = 1), found by bisection on ε to ``precision``,
+    the upper end returned.
+
+    Raises:
+        InvalidParameterError: If ``fraction`` is not in (0, 1], or no ε up to 50
+            reaches δ.
+    """
+    target = check_delta(delta)
+    if not (isinstance(fraction, float | int) and 0.0 < fraction <= 1.0):
+        raise InvalidParameterError(f"fraction must be in (0, 1], got {fraction!r}")
+
+    def value(eps: float) -> float:
+        return generic_bin_delta(
+            eps,
+            alpha=noise.alpha,
+            shape=float(fraction),
+            flood_r=noise.flood_r * fraction,
+            flood_q=noise.flood_q,
+            neighbours=neighbours,
+        )
+
+    lo, hi = 1e-6, 50.0
+    if value(hi) > target:
+        raise InvalidParameterError(
+            f"no epsilon up to 50 reaches delta={target:g} with {fraction:g} of the noise"
+        )
+    while hi - lo > precision * hi:
+        mid = 0.5 * (lo + hi)
+        if value(mid) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
