@@ -1,0 +1,688 @@
+"""Exact accounting for the augmented shuffle protocols: the shuffler adds the noise.
+
+Source: T. Murakami, Y. Sei and R. Eriguchi, "Augmented Shuffle Protocols for
+Accurate and Robust Frequency Estimation under Differential Privacy", arXiv
+2504.07362 (2025): the local-noise-free (LNF) framework and its three
+instances, SBin-Shuffle (binomial dummies), SAGeo-Shuffle (asymmetric
+two-sided geometric dummies) and S1Geo-Shuffle (its pure-ε special case).
+
+What the analyzer sees. Each of n users sends its value, encrypted to the
+analyzer, and no noise. The shuffler keeps each message independently with
+probability β, adds z_j dummy messages of value j for every bin j (z_j i.i.d.
+from a public law f on {0, 1, …}) and shuffles. The analyzer decrypts and
+counts: for every bin,
+
+    c_j = Bin(h_j, β) + z_j,   independently over j,
+
+where h_j is the number of users holding j.
+
+The exact pair (replace-one neighbours). A victim moves from x to y. Bins
+other than x and y have the same law under both datasets and are independent
+of (c_x, c_y): they cancel. In (c_x, c_y), the other users' kept messages are
+independent of the victim and have the same law under both datasets, so
+adding them is a post-processing of the victim's kept message plus the
+dummies. Hence for every dataset
+
+    δ(ε) ≤ H_ε(P ‖ Q),  P = p₁ ⊗ f,  Q = f ⊗ p₁,  p₁ = (1 − β)·f + β·(f ∗ δ₁),
+
+(P: the victim's message, kept with probability β, lands in x; Q: in y),
+and H_ε(Q‖P) = H_ε(P‖Q) by swapping the coordinates. Equality holds for every
+dataset whose other users hold neither x nor y, and for every dataset at
+β = 1 (the other users' messages are then fixed counts), so the bound is the
+exact worst case whenever such a dataset exists (d ≥ 3, or n = 1, or β = 1).
+
+SAGeo (the certificate :func:`sageo_delta`). The dummy law with shift ν ≥ 0
+and ratios q_l ∈ [0, 1), q_r ∈ (0, 1) is f(k) ∝ q_l^{ν−k} for 0 ≤ k < ν and
+q_r^{k−ν} for k ≥ ν. Its LNF parameters for a target ε and sampling rate
+β ≥ 1 − e^{−ε/2} are q_l = (e^{−ε/2} − 1 + β)/β and q_r = β/(e^{ε/2} − 1 + β);
+at β = 1 both are e^{−ε/2} and f is DLap(ε/2) shifted by ν and truncated at
+zero. Write P(a, b) − e^ε Q(a, b) = f(a)·f(b)·(g(a) − e^ε·g(b)) with
+g(k) = (1 − β) + β·f(k − 1)/f(k). For SAGeo, g takes three values on three
+blocks of the support: g₀ = 1 − β at k = 0, g_L = 1 − β + β·q_l on 1 ≤ k ≤ ν
+and g_R = 1 − β + β/q_r on k > ν. So the two-dimensional sum over the whole
+(infinite) support collapses, exactly, to nine block terms:
+
+    H_ε(P‖Q) = Σ_{A, B ∈ {0, L, R}} F_A·F_B·(g_A − e^ε·g_B)₊,
+
+with the block masses F₀ = q_l^ν/Z, F_L = (1 − q_l^ν)/((1 − q_l)·Z),
+F_R = q_r/((1 − q_r)·Z) and Z = q_l(1 − q_l^ν)/(1 − q_l) + 1/(1 − q_r). No
+truncation is involved. In exact arithmetic g_L = e^{−ε/2}, g_R = e^{ε/2} and
+g₀ ≤ e^{−ε/2}, so at the design ε only the blocks B = 0 contribute: the δ
+comes from the dummy count's zero (at β = 1, δ = F₀ = f(0) exactly).
+
+Numerics. The laws are built at the design ε·(1 − 2⁻³⁰)
+(:data:`DESIGN_MARGIN`): their interior ratios are then e^{ε(1 − 2⁻³⁰)}, which
+the certificate can tell apart from e^ε in floating point (a block term whose
+sign floating point cannot decide is charged in full); the noise's variance
+moves by about 1e-9 of itself. Every block mass is computed within a relative
+(4ν·|ln q_l| + 64)·u of the truth (u = 2⁻⁵³: q_l^ν = exp(−ν·|ln q_l|) carries
+the conditioning ν·|ln q_l|·u, every other operation a few roundings), every
+g within 3u, e^ε within u; each difference g_A − e^ε g_B is widened by
+16u·(g_A + e^ε g_B) and each term by its masses' error, all to the safe side,
+and the nine-term sum by 32u. A q_l^ν below 1e-300 is replaced by 1e-300 (an
+upper bound; subnormals lose relative precision).
+
+SBin and other laws (:func:`augmented_delta_on_grid`). For a law without the
+block structure, P = p₁ ⊗ f and Q = f ⊗ p₁ is a product pair, summed exactly
+on a window of f by
+:func:`shuffledp.accounting.hockey_stick.certified_hockey_stick_product`, with
+the mass outside the window (2·dropped + f(hi), see the function) added. The
+same function applied to SAGeo is an independent algorithm for
+:func:`sageo_delta` (the tests compare them).
+
+Calibration. :func:`calibrate_sageo_nu` returns the smallest integer ν ≥ 0
+whose certificate meets the target, by evaluating the certificate at every
+ν = 0, 1, 2, … in order (vectorized in blocks of 2²⁰) until the first that
+passes: no monotonicity in ν is assumed. :func:`calibrate_sbin_trials` returns
+the smallest number of trials M of Bin(M, 1/2) whose certificate meets the
+target, by bisection: δ is non-increasing in M, because Bin(M + 1, 1/2) is
+Bin(M, 1/2) plus an independent fair coin, the same for both datasets, added
+to each bin (a post-processing); the search then steps down while M − 1 also
+passes.
+
+The paper's closed form (:func:`paper_sageo_nu`) is kept as a reproduction,
+never as a certificate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
+from shuffledp.accounting._binomial import DEFAULT_TAIL, Window, binomial_pmf, binomial_window
+from shuffledp.accounting.hockey_stick import certified_hockey_stick_product, exp_or_inf
+
+__all__ = [
+    "DESIGN_MARGIN",
+    "MAX_EPSILON",
+    "VARIANTS",
+    "DummyLaw",
+    "SAGeoLaw",
+    "SBinLaw",
+    "Variant",
+    "augmented_delta",
+    "augmented_delta_on_grid",
+    "calibrate_sageo_nu",
+    "calibrate_sbin_trials",
+    "check_beta",
+    "minimum_beta",
+    "paper_sageo_nu",
+    "s1geo_beta",
+    "s1geo_law",
+    "sageo_delta",
+    "sageo_law",
+]
+
+FloatArray = NDArray[np.float64]
+Rounding = Literal["up", "down"]
+Variant = Literal["sageo", "s1geo", "sbin"]
+#: The dummy laws: asymmetric two-sided geometric, its pure-ε case, binomial.
+VARIANTS: tuple[str, ...] = ("sageo", "s1geo", "sbin")
+
+#: The laws are built at the design ε·(1 − DESIGN_MARGIN) (see the module docstring).
+DESIGN_MARGIN = 2.0**-30
+#: Largest ε the SAGeo laws are built for (e^{ε/2} stays far from overflow).
+MAX_EPSILON = 1000.0
+
+_U = 2.0**-53
+#: A q_l^ν below this is replaced by it in upper bounds (no subnormal arithmetic).
+_TINY = 1e-300
+#: Values of ν evaluated per vectorized step of the exhaustive search.
+_NU_BLOCK = 1 << 20
+#: The exhaustive search refuses to scan more values of ν than this.
+_MAX_NU = 10**8
+#: Largest number of binomial trials the SBin search considers.
+_MAX_TRIALS = 10**9
+
+
+def _design_epsilon(epsilon: float) -> float:
+    return epsilon * (1.0 - DESIGN_MARGIN)
+
+
+def _check_law_epsilon(epsilon: float) -> float:
+    epsilon = check_epsilon(epsilon)
+    if epsilon > MAX_EPSILON:
+        raise InvalidParameterError(
+            f"epsilon must be at most {MAX_EPSILON:g} for the augmented protocol's dummy laws, "
+            f"got {epsilon!r}"
+        )
+    return epsilon
+
+
+def minimum_beta(epsilon: float) -> float:
+    """Return 1 − e^{−ε/2}, the smallest sampling rate β SAGeo allows at ε (computed with expm1).
+
+    Below it q_l = (e^{−ε/2} − 1 + β)/β would be negative: the kept message's
+    absence at a zero count could not be hidden.
+    """
+    return -math.expm1(-check_epsilon(epsilon) / 2.0)
+
+
+def check_beta(beta: float, epsilon: float | None = None) -> float:
+    """Return β as a float if it lies in (0, 1] (and, given ε, at least 1 − e^{−ε/2}).
+
+    Raises:
+        InvalidParameterError: Naming β, the value and the allowed range.
+    """
+    if (
+        not isinstance(beta, (int, float, np.floating, np.integer))
+        or isinstance(beta, bool)
+        or not math.isfinite(float(beta))
+        or not 0.0 < float(beta) <= 1.0
+    ):
+        raise InvalidParameterError(f"beta must be a number in (0, 1], got {beta!r}")
+    beta = float(beta)
+    if epsilon is not None:
+        low = minimum_beta(epsilon)
+        if beta < low:
+            raise InvalidParameterError(
+                f"beta must be in [1 - e^(-epsilon/2), 1] = [{low:.6g}, 1] at epsilon={epsilon:g} "
+                f"(below it no SAGeo law hides a dropped message), got {beta!r}"
+            )
+    return beta
+
+
+@dataclass(frozen=True)
+class SAGeoLaw:
+    """The asymmetric two-sided geometric law SAGeo(ν, q_l, q_r) on {0, 1, 2, …}.
+
+    f(k) = q_l^{ν−k}/Z for 0 ≤ k < ν and q_r^{k−ν}/Z for k ≥ ν, with
+    Z = q_l(1 − q_l^ν)/(1 − q_l) + 1/(1 − q_r) (Murakami, Sei & Eriguchi,
+    arXiv 2504.07362, the SAGeo dummy-count distribution). q_l = 0 puts all
+    the mass on k ≥ ν (S1Geo's law at ν = 0).
+
+    Attributes:
+        nu: The shift ν ≥ 0 (the mode).
+        q_left: q_l in [0, 1).
+        q_right: q_r in (0, 1).
+    """
+
+    nu: int
+    q_left: float
+    q_right: float
+
+    def __post_init__(self) -> None:
+        check_int(self.nu, "nu", minimum=0)
+        if not (isinstance(self.q_left, float) and 0.0 <= self.q_left < 1.0):
+            raise InvalidParameterError(f"q_left must be a float in [0, 1), got {self.q_left!r}")
+        if not (isinstance(self.q_right, float) and 1e-300 < self.q_right < 1.0):
+            raise InvalidParameterError(
+                f"q_right must be a float in (1e-300, 1), got {self.q_right!r}"
+            )
+
+    @property
+    def name(self) -> str:
+        """``"sageo"``."""
+        return "sageo"
+
+    def _exponent(self) -> float:
+        """ν·|ln q_l| (0 when q_l = 0 or ν = 0)."""
+        if self.q_left == 0.0 or self.nu == 0:
+            return 0.0
+        return self.nu * -math.log(self.q_left)
+
+    def _parts(self) -> tuple[float, float, float]:
+        """(q_l^ν, 1 − q_l^ν, Σ_{j=1}^{ν} q_l^j), each computed without cancellation."""
+        if self.q_left == 0.0:
+            return (1.0 if self.nu == 0 else 0.0), (0.0 if self.nu == 0 else 1.0), 0.0
+        x = self._exponent()
+        power, rest = math.exp(-x), -math.expm1(-x)
+        return power, rest, self.q_left * rest / (1.0 - self.q_left)
+
+    @property
+    def normalizer(self) -> float:
+        """Z = q_l(1 − q_l^ν)/(1 − q_l) + 1/(1 − q_r)."""
+        return self._parts()[2] + 1.0 / (1.0 - self.q_right)
+
+    @property
+    def block_masses(self) -> tuple[float, float, float]:
+        """(F₀, F_L, F_R): f's mass at 0, on 1..ν and above ν (ν = 0: F₀ = f(0), F_L = 0)."""
+        power, rest, _ = self._parts()
+        z = self.normalizer
+        q_l, q_r = self.q_left, self.q_right
+        if self.nu == 0:
+            return 1.0 / z, 0.0, q_r / ((1.0 - q_r) * z)
+        return power / z, rest / ((1.0 - q_l) * z), q_r / ((1.0 - q_r) * z)
+
+    @property
+    def mean(self) -> float:
+        """E[z] = ν + (Σ_{w≥0} w·q_r^w − Σ_{j=1}^{ν} j·q_l^j)/Z."""
+        return self.nu + self._moments()[0]
+
+    @property
+    def variance(self) -> float:
+        """Var z, from the two geometric sides' first two moments (closed form on the right)."""
+        m1, m2 = self._moments()
+        return m2 - m1 * m1
+
+    def _moments(self) -> tuple[float, float]:
+        """E[W] and E[W²] for W = z − ν."""
+        q_r = self.q_right
+        right1 = q_r / (1.0 - q_r) ** 2
+        right2 = q_r * (1.0 + q_r) / (1.0 - q_r) ** 3
+        left1 = left2 = 0.0
+        if self.q_left > 0.0 and self.nu > 0:
+            j = np.arange(1, self.nu + 1, dtype=np.float64)
+            w = np.exp(j * math.log(self.q_left))
+            left1, left2 = float(np.sum(j * w)), float(np.sum(j * j * w))
+        z = self.normalizer
+        return (right1 - left1) / z, (right2 + left2) / z
+
+    def log_pmf(self, points: NDArray[np.integer]) -> FloatArray:
+        """Return ln f(k) at integer points (−inf outside the support)."""
+        k = np.asarray(points, dtype=np.float64)
+        out = np.full(k.shape, -np.inf)
+        log_z = math.log(self.normalizer)
+        right = k >= self.nu
+        out[right] = (k[right] - self.nu) * math.log(self.q_right) - log_z
+        if self.q_left > 0.0:
+            left = (k >= 0) & (k < self.nu)
+            out[left] = (self.nu - k[left]) * math.log(self.q_left) - log_z
+        return out
+
+    def pmf(self, points: NDArray[np.integer]) -> FloatArray:
+        """f(k) at integer points (0 outside the support)."""
+        return np.exp(self.log_pmf(points))
+
+    def window(self, tail: float = DEFAULT_TAIL) -> Window:
+        """Return f on [lo, hi] with at most ``tail`` of its mass left out on each side.
+
+        Beyond hi ≥ ν the mass is f(hi)·q_r/(1 − q_r); below lo ≤ ν it is at
+        most f(lo)·q_l/(1 − q_l); both are computed and recorded (widened by
+        1e-9 of themselves, far above their rounding) in ``dropped``. Entries
+        are within a relative (4·L + 64)·u of the truth, L the largest
+        |ln f| (on the window and at lo − 1) + ν·|ln q_l| + |ln Z| (each
+        log-probability is a product and a difference of terms below L, each
+        within a few units, and Z within (3ν|ln q_l| + 12)u).
+        """
+        z = self.normalizer
+        q_r, q_l = self.q_right, self.q_left
+        a_r = -math.log(q_r)
+        log_z = math.log(z)
+        need_r = math.log(q_r / ((1.0 - q_r) * tail)) - log_z
+        hi = self.nu + max(0, math.ceil(need_r / a_r))
+        if q_l > 0.0 and self.nu > 0:
+            a_l = -math.log(q_l)
+            need_l = math.log(q_l / ((1.0 - q_l) * tail)) - log_z
+            lo = max(0, self.nu - max(0, math.ceil(need_l / a_l)))
+        else:
+            lo = self.nu if q_l == 0.0 else 0
+        points = np.arange(lo, hi + 1)
+        log_pmf = self.log_pmf(points)
+        pmf = np.exp(log_pmf)
+        widen = 1.0 + 1e-9
+        dropped = float(pmf[-1]) * q_r / (1.0 - q_r) * widen
+        if lo > 0 and q_l > 0.0:
+            dropped += float(pmf[0]) * q_l / (1.0 - q_l) * widen
+        # The scale covers lo − 1 too: the pair's sum evaluates f there (p₁(lo)).
+        edge = self.log_pmf(np.array([lo - 1]))[0]
+        largest = float(np.max(np.abs(log_pmf)))
+        if math.isfinite(edge):
+            largest = max(largest, abs(float(edge)))
+        scale = largest + self._exponent() + abs(log_z)
+        pmf.setflags(write=False)
+        return Window(lo, pmf, dropped, (4.0 * scale + 64.0) * _U)
+
+
+@dataclass(frozen=True)
+class SBinLaw:
+    """Bin(M, 1/2) dummies per bin (the paper's SBin-Shuffle).
+
+    Attributes:
+        trials: M ≥ 1.
+    """
+
+    trials: int
+
+    def __post_init__(self) -> None:
+        check_int(self.trials, "trials", minimum=1, maximum=_MAX_TRIALS)
+
+    @property
+    def name(self) -> str:
+        """``"sbin"``."""
+        return "sbin"
+
+    @property
+    def mean(self) -> float:
+        """M/2."""
+        return self.trials / 2.0
+
+    @property
+    def variance(self) -> float:
+        """M/4."""
+        return self.trials / 4.0
+
+    def pmf(self, points: NDArray[np.integer]) -> FloatArray:
+        """P[Bin(M, 1/2) = k] (Loader's saddle-point form)."""
+        return binomial_pmf(np.asarray(points, dtype=np.float64), self.trials, 0.5)
+
+    def window(self, tail: float = DEFAULT_TAIL) -> Window:
+        """Return Bin(M, 1/2) on a Bernstein window (``_binomial.binomial_window``)."""
+        return binomial_window(self.trials, 0.5, tail)
+
+
+#: A dummy-count law of the augmented protocols.
+DummyLaw = SAGeoLaw | SBinLaw
+
+
+def sageo_law(epsilon: float, beta: float = 1.0, nu: int = 0) -> SAGeoLaw:
+    """Return SAGeo's law for ε and β with shift ν, built at the design ε·(1 − 2⁻³⁰).
+
+    q_l = (e^{−ε'/2} − 1 + β)/β = (β − (1 − e^{−ε'/2}))/β and
+    q_r = β/(e^{ε'/2} − 1 + β) with ε' the design ε; at β = 1 both are
+    e^{−ε'/2} (computed once).
+
+    Raises:
+        InvalidParameterError: If ε is out of range or β < 1 − e^{−ε/2}.
+    """
+    epsilon = _check_law_epsilon(epsilon)
+    beta = check_beta(beta, epsilon)
+    nu = check_int(nu, "nu", minimum=0, maximum=_MAX_NU)
+    half = _design_epsilon(epsilon) / 2.0
+    if beta == 1.0:
+        q = math.exp(-half)
+        return SAGeoLaw(nu, q, q)
+    low = -math.expm1(-half)
+    return SAGeoLaw(nu, max(0.0, (beta - low) / beta), beta / (math.expm1(half) + beta))
+
+
+def s1geo_beta(epsilon: float) -> float:
+    """Return S1Geo's sampling rate 1 − e^{−ε'/2} at the design ε' = ε·(1 − 2⁻³⁰)."""
+    return -math.expm1(-_design_epsilon(_check_law_epsilon(epsilon)) / 2.0)
+
+
+def s1geo_law(epsilon: float) -> tuple[SAGeoLaw, float]:
+    """Return S1Geo's (law, β): β = 1 − e^{−ε'/2}, z ~ Geo(1/(1 + e^{ε'/2})) (pure ε-DP).
+
+    At the smallest β, q_l = 0 and q_r = β/(e^{ε'/2} − 1 + β) = 1/(1 + e^{ε'/2});
+    with ν = 0 the law is P(k) = (1 − q_r)·q_r^k, k ≥ 0. The ratio of the
+    pair's laws is g_R/g₀ = e^{ε'/2}/e^{−ε'/2} = e^{ε'} at most, so δ = 0 at
+    every ε ≥ ε' (what :func:`sageo_delta` certifies).
+    """
+    epsilon = _check_law_epsilon(epsilon)
+    half = _design_epsilon(epsilon) / 2.0
+    q_r = 1.0 / (1.0 + math.exp(half))
+    return SAGeoLaw(0, 0.0, q_r), -math.expm1(-half)
+
+
+def _g_values(law: SAGeoLaw, beta: float) -> tuple[float, float, float]:
+    """(g₀, g_L, g_R) = (1 − β, 1 − β + β·q_l, 1 − β + β/q_r), each within 3u."""
+    keep_out = 1.0 - beta
+    return keep_out, keep_out + beta * law.q_left, keep_out + beta / law.q_right
+
+
+def _block_masses(
+    nu: NDArray[np.int64], q_left: float, q_right: float, rounding: Rounding
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(F₀, F_L, F_R) for every ν, rounded to the side ``rounding`` asks for."""
+    nu_f = nu.astype(np.float64)
+    if q_left > 0.0:
+        x = nu_f * -math.log(q_left)
+        power, rest = np.exp(-x), -np.expm1(-x)
+        s_left = q_left * rest / (1.0 - q_left)
+        one_minus_ql = 1.0 - q_left
+    else:
+        x = np.zeros_like(nu_f)
+        power = np.where(nu == 0, 1.0, 0.0)
+        rest = 1.0 - power
+        s_left = np.zeros_like(nu_f)
+        one_minus_ql = 1.0
+    z = s_left + 1.0 / (1.0 - q_right)
+    f0 = power / z
+    fl = np.where(nu == 0, 0.0, rest / (one_minus_ql * z))
+    fr = q_right / ((1.0 - q_right) * z)
+    rel = (4.0 * x + 64.0) * _U
+    if rounding == "up":
+        factor = 1.0 + rel
+        if q_left > 0.0:
+            f0 = np.where(nu == 0, f0, np.maximum(f0, _TINY / z))
+        return f0 * factor, fl * factor, fr * factor
+    factor = 1.0 - rel
+    f0 = np.where(power < _TINY, 0.0, f0)
+    return f0 * factor, fl * factor, fr * factor
+
+
+def _block_delta(
+    epsilon: float,
+    nu: NDArray[np.int64],
+    q_left: float,
+    q_right: float,
+    beta: float,
+    rounding: Rounding,
+) -> FloatArray:
+    """The nine-block sum of the module docstring for every ν, rounded to the safe side."""
+    f0, fl, fr = _block_masses(nu, q_left, q_right, rounding)
+    g = _g_values(SAGeoLaw(0, q_left, q_right), beta)
+    e_eps = exp_or_inf(epsilon)
+    masses = (f0, fl, fr)
+    total = np.zeros(nu.shape)
+    for mass_a, g_a in zip(masses, g, strict=True):
+        for mass_b, g_b in zip(masses, g, strict=True):
+            scaled = 0.0 if g_b == 0.0 else e_eps * g_b
+            if math.isinf(scaled):
+                continue  # g_A − ∞ < 0
+            diff = g_a - scaled
+            err = 16.0 * _U * (g_a + scaled)
+            bound = diff + err if rounding == "up" else diff - err
+            if bound <= 0.0:
+                continue
+            total = total + mass_a * mass_b * bound
+    if rounding == "up":
+        return np.minimum(1.0, total * (1.0 + 32.0 * _U))
+    return np.maximum(0.0, total * (1.0 - 32.0 * _U))
+
+
+def _check_rounding(rounding: str) -> Rounding:
+    if rounding not in ("up", "down"):
+        raise InvalidParameterError(f"rounding must be 'up' or 'down', got {rounding!r}")
+    return "up" if rounding == "up" else "down"
+
+
+def sageo_delta(
+    epsilon: float, law: SAGeoLaw, beta: float = 1.0, *, rounding: Rounding = "up"
+) -> float:
+    """Return max(H_ε(P‖Q), H_ε(Q‖P)) of the augmented pair with SAGeo dummies, exactly.
+
+    The nine-block sum of the module docstring over the whole support, with
+    the floating-point error charged to the safe side (``"up"``: a δ that holds
+    for every dataset; ``"down"``: a lower bound on the exact δ, attained by
+    any dataset whose other users hold neither value, or by every dataset at
+    β = 1).
+
+    Args:
+        epsilon: ε > 0 at which to evaluate (the law may have been built for another).
+        law: The dummy law.
+        beta: The shuffler's sampling rate β in (0, 1].
+        rounding: ``"up"`` or ``"down"``.
+    """
+    epsilon = check_epsilon(epsilon)
+    beta = check_beta(beta)
+    rounding = _check_rounding(rounding)
+    if not isinstance(law, SAGeoLaw):
+        raise InvalidParameterError(f"law must be a SAGeoLaw, got {type(law).__name__}")
+    nu = np.array([law.nu], dtype=np.int64)
+    return float(_block_delta(epsilon, nu, law.q_left, law.q_right, beta, rounding)[0])
+
+
+def augmented_delta_on_grid(
+    epsilon: float,
+    law: DummyLaw,
+    beta: float = 1.0,
+    *,
+    rounding: Rounding = "up",
+    tail: float = DEFAULT_TAIL,
+) -> float:
+    """Return max(H_ε(P‖Q), H_ε(Q‖P)) of the augmented pair by the sum over a window.
+
+    P = p₁ ⊗ f and Q = f ⊗ p₁ with p₁ = (1 − β)f + β·f(· − 1), both on the
+    grid G = [lo, hi] of f's window (p₁(lo) uses f(lo − 1), evaluated
+    directly). Outside G × G, P has at most p₁(∉G) + f(∉G) ≤ 2·dropped + f(hi)
+    (p₁'s mass outside is (1 − β)f(∉G) + β·f(∉G − 1) ≤ f(∉G) + f(hi)), and so
+    has Q; that is added (``"up"``) or charged e^ε times (``"down"``) by
+    :func:`~shuffledp.accounting.hockey_stick.certified_hockey_stick_product`,
+    with each entry within the window's relative error plus 8u.
+
+    Args:
+        epsilon: ε > 0.
+        law: The dummy law (any: SAGeo, S1Geo or SBin).
+        beta: The sampling rate β in (0, 1].
+        rounding: ``"up"`` (upper bound) or ``"down"`` (lower bound).
+        tail: Mass left out of f's window on each side.
+    """
+    epsilon = check_epsilon(epsilon)
+    beta = check_beta(beta)
+    rounding = _check_rounding(rounding)
+    window = law.window(tail)
+    f = np.asarray(window.pmf, dtype=np.float64)
+    before = law.pmf(np.array([window.lo - 1]))
+    f_prev = np.concatenate([before, f[:-1]])
+    p1 = (1.0 - beta) * f + beta * f_prev
+    rel = window.rel_error + 16.0 * _U
+    dropped = (2.0 * window.dropped + float(f[-1])) * (1.0 + 1e-9)
+    return certified_hockey_stick_product(
+        p1, f, f, p1, epsilon, relative_error=rel, dropped=dropped, rounding=rounding, both=True
+    )
+
+
+def augmented_delta(
+    epsilon: float,
+    law: DummyLaw,
+    beta: float = 1.0,
+    *,
+    rounding: Rounding = "up",
+    tail: float = DEFAULT_TAIL,
+) -> float:
+    """Return the certified δ(ε) of the augmented protocol for every dataset.
+
+    SAGeo and S1Geo: :func:`sageo_delta` (exact block sum, no truncation).
+    SBin: :func:`augmented_delta_on_grid` (window sum with its left-out mass
+    added). The neighbouring relation is replace-one; the argument is in the
+    module docstring. With ``rounding="down"`` the result is a lower bound on
+    the exact δ of the pair, which is that of a dataset whenever one exists
+    with the other users outside the two values (d ≥ 3, n = 1 or β = 1).
+    """
+    if isinstance(law, SAGeoLaw):
+        return sageo_delta(epsilon, law, beta, rounding=rounding)
+    if isinstance(law, SBinLaw):
+        return augmented_delta_on_grid(epsilon, law, beta, rounding=rounding, tail=tail)
+    raise InvalidParameterError(f"law must be a SAGeoLaw or an SBinLaw, got {type(law).__name__}")
+
+
+def calibrate_sageo_nu(epsilon: float, delta: float, beta: float = 1.0) -> int:
+    """Return the smallest integer ν ≥ 0 whose certified δ(ε) (:func:`augmented_delta`) is ≤ δ.
+
+    The law is :func:`sageo_law` (ε, β, ν). Every ν = 0, 1, 2, … is evaluated
+    in order, by the same block sum as the certificate (vectorized), until the
+    first that meets the target; that ν is re-certified by
+    :func:`augmented_delta` itself. At the design ε only the blocks at the
+    zero count contribute and δ ≤ q_l^ν·(1 − q_r)·g_R, so the scan ends by
+    ν = ⌈ln(δ/((1 − q_r)g_R))/ln q_l⌉ + 1. With q_l = 0 (β at its minimum) the
+    law's ν only shifts it, and ν = 0 is returned if it meets the target.
+
+    Raises:
+        InvalidParameterError: On bad parameters, or if no ν meets the target
+            within the search (ε so small that ν would exceed 1e8).
+    """
+    epsilon = _check_law_epsilon(epsilon)
+    delta = check_delta(delta)
+    beta = check_beta(beta, epsilon)
+    base = sageo_law(epsilon, beta, 0)
+    q_l, q_r = base.q_left, base.q_right
+    if q_l == 0.0:
+        limit = 0
+    else:
+        g_r = _g_values(base, beta)[2]
+        need = math.log(delta / ((1.0 - q_r) * g_r)) / math.log(q_l)
+        limit = max(0, math.ceil(need)) + 1
+        if limit > _MAX_NU:
+            raise InvalidParameterError(
+                f"epsilon={epsilon:g} is too small for the SAGeo search: the shift nu would "
+                f"exceed {_MAX_NU:g} dummies per bin at delta={delta:g}"
+            )
+    for start in range(0, limit + 1, _NU_BLOCK):
+        nus = np.arange(start, min(limit, start + _NU_BLOCK - 1) + 1, dtype=np.int64)
+        passing = np.flatnonzero(_block_delta(epsilon, nus, q_l, q_r, beta, "up") <= delta)
+        for index in passing:
+            nu = int(nus[index])
+            if augmented_delta(epsilon, sageo_law(epsilon, beta, nu), beta) <= delta:
+                return nu
+    raise InvalidParameterError(
+        f"no shift nu meets delta={delta:g} at epsilon={epsilon:g}, beta={beta:g} "
+        "(the certificate's floor is above the target)"
+    )
+
+
+def calibrate_sbin_trials(epsilon: float, delta: float, beta: float = 1.0) -> int:
+    """Return the smallest M whose certified δ(ε) with Bin(M, 1/2) dummies is ≤ δ.
+
+    Bisection on M (δ is non-increasing in M: the module docstring), then a
+    step down while M − 1 also meets the target, so the answer's predecessor
+    fails by the public certificate.
+
+    Raises:
+        InvalidParameterError: On bad parameters, or if even 1e9 trials do not meet the target.
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    beta = check_beta(beta)
+
+    def passes(m: int) -> bool:
+        return augmented_delta(epsilon, SBinLaw(m), beta) <= delta
+
+    hi = 1
+    while not passes(hi):
+        hi *= 2
+        if hi > _MAX_TRIALS:
+            raise InvalidParameterError(
+                f"no number of binomial dummies up to {_MAX_TRIALS:g} meets delta={delta:g} "
+                f"at epsilon={epsilon:g}"
+            )
+    lo = hi // 2  # fails (or 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if passes(mid):
+            hi = mid
+        else:
+            lo = mid
+    while hi > 1 and passes(hi - 1):
+        hi -= 1
+    return hi
+
+
+def paper_sageo_nu(epsilon: float, delta: float, beta: float = 1.0) -> int:
+    """Return ν from the LNF framework's per-bin route, in closed form (a reproduction).
+
+    The paper proves SAGeo-Shuffle private through its LNF framework: the
+    whole protocol is (ε, δ)-DP if the binary mechanism that runs the same
+    process on one bit, Bin(x, β) + z with x ∈ {0, 1}, is (ε/2, δ/2)-DP (two
+    bins change under replacement). That mechanism's ratios are e^{±ε/2}
+    everywhere but at a zero count, where it leaves
+    δ_bin = f(0)·(1 − e^{ε/2}(1 − β)) = c·f(0). With x = q_l^ν,
+    f(0) = x/(A − Bx), A = q_l/(1 − q_l) + 1/(1 − q_r), B = q_l/(1 − q_l), so
+    c·f(0) ≤ δ/2 exactly when x ≤ (δ/2)A/(c + (δ/2)B), giving
+    ν = ⌈ln((δ/2)A/(c + (δ/2)B))/ln q_l⌉ with q_l, q_r at ε itself. This is
+    re-derived from the paper's route (Murakami, Sei & Eriguchi, arXiv
+    2504.07362, the SAGeo-Shuffle theorem); it gives ν = 27 at ε = 1,
+    δ = 1e-6, β = 1, where the exact pair needs 25 (:func:`calibrate_sageo_nu`).
+    Never a certificate: the protocol reports the exact δ of whatever ν it runs.
+    """
+    epsilon = _check_law_epsilon(epsilon)
+    delta = check_delta(delta)
+    beta = check_beta(beta, epsilon)
+    half = epsilon / 2.0
+    q_l = (beta + math.expm1(-half)) / beta
+    q_r = beta / (math.expm1(half) + beta)
+    c = 1.0 - math.exp(half) * (1.0 - beta)
+    if q_l <= 0.0 or c <= 0.0:
+        return 0
+    b = q_l / (1.0 - q_l)
+    a = b + 1.0 / (1.0 - q_r)
+    x = (delta / 2.0) * a / (c + (delta / 2.0) * b)
+    if x >= 1.0:
+        return 0
+    return max(0, math.ceil(math.log(x) / math.log(q_l)))
