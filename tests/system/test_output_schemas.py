@@ -246,6 +246,26 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, 
                "--blanket", "1.5", "--json"]),
     )  # fmt: skip
 
+    augmented = ["account", "augmented", "--n", "2000", "--domain-size", "4", "--epsilon", "1"]
+    out["account augmented"] = (
+        "account-augmented",
+        _json([*augmented, "--delta", "1e-6", "--json"]),
+    )
+    out["account augmented, sbin at fixed trials"] = (
+        "account-augmented",
+        _json([*augmented, "--delta", "1e-6", "--variant", "sbin", "--trials", "300", "--json"]),
+    )
+    out["run augmented"] = (
+        "augmented-release",
+        _json(["run", "augmented", *run, "--domain", DOMAIN, "--beta", "0.8"]),
+    )
+    out["run augmented, sbin, count path"] = (
+        "augmented-release",
+        _json(
+            ["run", "augmented", *run, "--domain", DOMAIN, "--variant", "sbin", "--path", "count"]
+        ),
+    )
+
     simulate = ["--epsilon", "1", "--delta", "1e-6", "--seed", "1", "--quiet"]
     out["simulate flip"] = (
         "simulation",
@@ -310,6 +330,10 @@ CASES = [
     "analyzer publish",
     "analyzer export (_shuffledp.json)",
     "analyzer aggregate",
+    "account augmented",
+    "account augmented, sbin at fixed trials",
+    "run augmented",
+    "run augmented, sbin, count path",
 ]
 
 

@@ -163,11 +163,16 @@ def minimum_beta(epsilon: float) -> float:
     return -math.expm1(-check_epsilon(epsilon) / 2.0)
 
 
-def check_beta(beta: float, epsilon: float | None = None) -> float:
+def check_beta(beta: float, epsilon: float | None = None, name: str = "beta") -> float:
     """Return β as a float if it lies in (0, 1] (and, given ε, at least 1 − e^{−ε/2}).
 
+    Args:
+        beta: The candidate sampling rate.
+        epsilon: The target ε, when the SAGeo lower limit applies.
+        name: The parameter name used in the error message.
+
     Raises:
-        InvalidParameterError: Naming β, the value and the allowed range.
+        InvalidParameterError: Naming the parameter, the value and the allowed range.
     """
     if (
         not isinstance(beta, (int, float, np.floating, np.integer))
@@ -175,14 +180,16 @@ def check_beta(beta: float, epsilon: float | None = None) -> float:
         or not math.isfinite(float(beta))
         or not 0.0 < float(beta) <= 1.0
     ):
-        raise InvalidParameterError(f"beta must be a number in (0, 1], got {beta!r}")
+        raise InvalidParameterError(f"{name} must be a number in (0, 1], got {beta!r}")
     beta = float(beta)
     if epsilon is not None:
         low = minimum_beta(epsilon)
         if beta < low:
+            shown = math.ceil(low * 1e10) / 1e10  # rounded up: a value typed from it passes
             raise InvalidParameterError(
-                f"beta must be in [1 - e^(-epsilon/2), 1] = [{low:.6g}, 1] at epsilon={epsilon:g} "
-                f"(below it no SAGeo law hides a dropped message), got {beta!r}"
+                f"{name} must be in [1 - e^(-epsilon/2), 1] = [{shown:.10g}, 1] at "
+                f"epsilon={epsilon:g} (below it no SAGeo law hides a dropped message), "
+                f"got {beta!r}"
             )
     return beta
 

@@ -62,6 +62,8 @@ SCHEMA_VERSIONS: Mapping[str, int] = {
     "message-dataset": 1,
     "experiment-segmented-summary": 1,
     "experiment-per-user-summary": 1,
+    "augmented-release": 1,
+    "account-augmented": 1,
 }
 
 #: The ``$id`` of every shipped schema, by name.
