@@ -8,6 +8,7 @@ The public API is re-exported here.
 from shuffledp._optional import MissingExtraError
 from shuffledp._rng import child_seeds, make_rng
 from shuffledp._validation import DataError, InvalidParameterError, ShuffleDPError
+from shuffledp.accounting.augmented import augmented_delta
 from shuffledp.accounting.calibration import calibrate_flip_q
 from shuffledp.accounting.compose import compose, reports_from_json
 from shuffledp.accounting.flip import (
@@ -30,12 +31,15 @@ from shuffledp.data.encoding import EncodedColumn, encode_values
 from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 from shuffledp.protocols import (
+    AugmentedCalibration,
+    AugmentedProtocol,
     FlipCalibration,
     FlipProtocol,
     KRRCalibration,
     KRRProtocol,
     ProtocolRun,
     ShuffleProtocol,
+    calibrate_augmented,
     calibrate_flip,
     calibrate_krr,
     default_fake_users,
@@ -47,6 +51,8 @@ __version__ = "0.2.0"
 
 __all__ = [
     "ApproxDP",
+    "AugmentedCalibration",
+    "AugmentedProtocol",
     "BoundKind",
     "DataError",
     "EncodedColumn",
@@ -69,6 +75,8 @@ __all__ = [
     "TopTMetrics",
     "UniformShuffler",
     "__version__",
+    "augmented_delta",
+    "calibrate_augmented",
     "calibrate_flip",
     "calibrate_flip_q",
     "calibrate_krr",

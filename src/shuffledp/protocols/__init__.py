@@ -1,5 +1,10 @@
 """Protocols: randomizer + shuffler + analyzer + accountant, one module each."""
 
+from shuffledp.protocols.augmented import (
+    AugmentedCalibration,
+    AugmentedProtocol,
+    calibrate_augmented,
+)
 from shuffledp.protocols.base import ExecutionPath, ProtocolRun, ShuffleProtocol
 from shuffledp.protocols.flip import (
     FlipCalibration,
@@ -18,6 +23,8 @@ from shuffledp.protocols.segmented import (
 )
 
 __all__ = [
+    "AugmentedCalibration",
+    "AugmentedProtocol",
     "ExecutionPath",
     "FlipCalibration",
     "FlipProtocol",
@@ -32,6 +39,7 @@ __all__ = [
     "SegmentedRun",
     "ShuffleProtocol",
     "aggregate_levels",
+    "calibrate_augmented",
     "calibrate_flip",
     "calibrate_krr",
     "default_fake_users",
