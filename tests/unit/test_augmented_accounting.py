@@ -111,11 +111,25 @@ def test_window_sum_agrees_with_the_block_sum(law_eps, beta, nu, epsilon) -> Non
 
 
 def test_beta_one_delta_is_the_mass_at_zero() -> None:
-    for nu in (0, 5, 25, 27):
-        law = sageo_law(1.0, 1.0, nu)
+    for epsilon, nu in [
+        (1.0, 0),
+        (1.0, 5),
+        (1.0, 25),
+        (1.0, 27),
+        (50.0, 1),
+        (700.0, 1),
+        (1000.0, 2),
+    ]:
+        law = sageo_law(epsilon, 1.0, nu)
         q = law.q_left
-        f0 = q**nu * (1 - q) / (1 + q - q ** (nu + 1))
-        assert sageo_delta(1.0, law) == pytest.approx(f0, rel=1e-13)
+        # f(0) = q^nu (1 - q)/(1 + q - q^(nu + 1)), in logs (at eps = 1000 it is 1e-435).
+        log_f0 = nu * math.log(q) + math.log1p(-q) - math.log1p(q - q ** (nu + 1))
+        up, down = sageo_delta(epsilon, law), sageo_delta(epsilon, law, rounding="down")
+        if log_f0 > -690:
+            assert up == pytest.approx(math.exp(log_f0), rel=1e-12)
+            assert down <= math.exp(log_f0) <= up
+        else:  # below the certificate's floor: charged, never dropped
+            assert up >= 1e-300 and down == 0.0
 
 
 def _full_output_delta(others: tuple[int, ...], x: int, y: int, law, beta, epsilon, d) -> float:

@@ -59,8 +59,11 @@ moves by about 1e-9 of itself. Every block mass is computed within a relative
 the conditioning ν·|ln q_l|·u, every other operation a few roundings), every
 g within 3u, e^ε within u; each difference g_A − e^ε g_B is widened by
 16u·(g_A + e^ε g_B) and each term by its masses' error, all to the safe side,
-and the nine-term sum by 32u. A q_l^ν below 1e-300 is replaced by 1e-300 (an
-upper bound; subnormals lose relative precision).
+and the nine-term sum by 32u. Each term F_A·F_B·(g_A − e^ε g_B) is formed in
+log space (at large ε a mass near 1e-218 meets a g near 1e+217, and the direct
+product would underflow to 0), widened by 4096u for the three logarithms
+(each within u·745) and the exponential; a term below e^{−690} is charged
+1e-300, as is a q_l^ν below 1e-300 (subnormals lose relative precision).
 
 SBin and other laws (:func:`augmented_delta_on_grid`). For a law without the
 block structure, P = p₁ ⊗ f and Q = f ⊗ p₁ is a product pair, summed exactly
@@ -466,10 +469,11 @@ def _block_delta(
     f0, fl, fr = _block_masses(nu, q_left, q_right, rounding)
     g = _g_values(SAGeoLaw(0, q_left, q_right), beta)
     e_eps = exp_or_inf(epsilon)
-    masses = (f0, fl, fr)
+    with np.errstate(divide="ignore"):
+        log_masses = (np.log(f0), np.log(fl), np.log(fr))
     total = np.zeros(nu.shape)
-    for mass_a, g_a in zip(masses, g, strict=True):
-        for mass_b, g_b in zip(masses, g, strict=True):
+    for log_a, g_a in zip(log_masses, g, strict=True):
+        for log_b, g_b in zip(log_masses, g, strict=True):
             scaled = 0.0 if g_b == 0.0 else e_eps * g_b
             if math.isinf(scaled):
                 continue  # g_A − ∞ < 0
@@ -478,7 +482,17 @@ def _block_delta(
             bound = diff + err if rounding == "up" else diff - err
             if bound <= 0.0:
                 continue
-            total = total + mass_a * mass_b * bound
+            # F_A·F_B·bound in log space: no intermediate underflow (at large ε a mass
+            # near 1e-218 meets a g near 1e+217). Each log is within u·|log| ≤ 745u.
+            log_term = log_a + log_b + math.log(bound)
+            term = np.exp(log_term)
+            if rounding == "up":
+                term = term * (1.0 + 4096.0 * _U)
+                # Below e^-690 the exponential loses relative precision: charge 1e-300.
+                term = np.where(np.isfinite(log_term) & (log_term < -690.0), _TINY, term)
+            else:
+                term = np.where(log_term < -690.0, 0.0, term * (1.0 - 4096.0 * _U))
+            total = total + term
     if rounding == "up":
         return np.minimum(1.0, total * (1.0 + 32.0 * _U))
     return np.maximum(0.0, total * (1.0 - 32.0 * _U))
