@@ -81,7 +81,7 @@ def test_sampler_degenerate_cases_and_bad_input():
     assert sample_negative_binomial(2.0, 0.5, 0, rng).shape == (0,)
     cell, size = negative_binomial_clusters(0, 1.0, 0.5, rng)
     assert cell.shape == size.shape == (0,)
-    with pytest.raises(InvalidParameterError, match="q must be in \\[0, 1\\), got 1.0"):
+    with pytest.raises(InvalidParameterError, match=r"q must be in \[0, 1\), got 1.0"):
         sample_negative_binomial(1.0, 1.0, 3, rng)
     with pytest.raises(InvalidParameterError, match="shape must be a finite number >= 0, got -1"):
         sample_negative_binomial(-1, 0.5, 3, rng)
@@ -225,7 +225,7 @@ def test_hand_picked_parameters_report_the_certificate():
         correlated_parameters(a=0.4, r=20.0, q=0.9, n=50, domain_size=8)
     with pytest.raises(InvalidParameterError, match="a must be a finite number > 0, got -1"):
         correlated_parameters(a=-1, r=20.0, q=0.9, n=50, domain_size=8, epsilon=1.0)
-    with pytest.raises(InvalidParameterError, match="flooding mean E\\[W\\]"):
+    with pytest.raises(InvalidParameterError, match=r"flooding mean E\[W\]"):
         correlated_parameters(a=0.4, r=1e6, q=0.99, n=50, domain_size=8, epsilon=1.0)
     assert MAX_FLOOD_MEAN == 1e7
 
