@@ -11,6 +11,7 @@ from shuffledp._validation import DataError, InvalidParameterError, ShuffleDPErr
 from shuffledp.accounting.augmented import augmented_delta
 from shuffledp.accounting.calibration import calibrate_flip_q
 from shuffledp.accounting.compose import compose, reports_from_json
+from shuffledp.accounting.correlated import correlated_delta
 from shuffledp.accounting.flip import (
     flip_delta,
     flip_delta_for_pair,
@@ -33,6 +34,8 @@ from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 from shuffledp.protocols import (
     AugmentedCalibration,
     AugmentedProtocol,
+    CorrelatedCalibration,
+    CorrelatedProtocol,
     FlipCalibration,
     FlipProtocol,
     KRRCalibration,
@@ -40,6 +43,7 @@ from shuffledp.protocols import (
     ProtocolRun,
     ShuffleProtocol,
     calibrate_augmented,
+    calibrate_correlated,
     calibrate_flip,
     calibrate_krr,
     default_fake_users,
@@ -54,6 +58,8 @@ __all__ = [
     "AugmentedCalibration",
     "AugmentedProtocol",
     "BoundKind",
+    "CorrelatedCalibration",
+    "CorrelatedProtocol",
     "DataError",
     "EncodedColumn",
     "FlipAnalyzer",
@@ -77,11 +83,13 @@ __all__ = [
     "__version__",
     "augmented_delta",
     "calibrate_augmented",
+    "calibrate_correlated",
     "calibrate_flip",
     "calibrate_flip_q",
     "calibrate_krr",
     "child_seeds",
     "compose",
+    "correlated_delta",
     "default_fake_users",
     "encode_values",
     "expected_max_abs_normal",

@@ -6,6 +6,11 @@ from shuffledp.protocols.augmented import (
     calibrate_augmented,
 )
 from shuffledp.protocols.base import ExecutionPath, ProtocolRun, ShuffleProtocol
+from shuffledp.protocols.correlated import (
+    CorrelatedCalibration,
+    CorrelatedProtocol,
+    calibrate_correlated,
+)
 from shuffledp.protocols.flip import (
     FlipCalibration,
     FlipProtocol,
@@ -25,6 +30,8 @@ from shuffledp.protocols.segmented import (
 __all__ = [
     "AugmentedCalibration",
     "AugmentedProtocol",
+    "CorrelatedCalibration",
+    "CorrelatedProtocol",
     "ExecutionPath",
     "FlipCalibration",
     "FlipProtocol",
@@ -40,6 +47,7 @@ __all__ = [
     "ShuffleProtocol",
     "aggregate_levels",
     "calibrate_augmented",
+    "calibrate_correlated",
     "calibrate_flip",
     "calibrate_krr",
     "default_fake_users",
