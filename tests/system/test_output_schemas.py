@@ -265,6 +265,16 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, 
             ["run", "augmented", *run, "--domain", DOMAIN, "--variant", "sbin", "--path", "count"]
         ),
     )
+    correlated = ["account", "correlated", "--n", "2000", "--domain-size", "4", "--epsilon", "1"]
+    out["account correlated"] = (
+        "account-correlated",
+        _json([*correlated, "--delta", "1e-6", "--min-honest", "0.9", "--json"]),
+    )
+    out["run correlated, count path, add-remove"] = (
+        "correlated-release",
+        _json(["run", "correlated", *run, "--domain", DOMAIN, "--path", "count",
+               "--neighbours", "add-remove"]),
+    )  # fmt: skip
 
     simulate = ["--epsilon", "1", "--delta", "1e-6", "--seed", "1", "--quiet"]
     out["simulate flip"] = (
@@ -334,6 +344,8 @@ CASES = [
     "account augmented, sbin at fixed trials",
     "run augmented",
     "run augmented, sbin, count path",
+    "account correlated",
+    "run correlated, count path, add-remove",
 ]
 
 
@@ -436,6 +448,9 @@ _DELETE = object()
         ("task create krr", "parameters/q", 0.1, "'q' was unexpected"),
         ("task create flip", "task_id", "XYZ", "task_id"),
         ("analyzer export (_shuffledp.json)", "message_bytes", 5, "message_bytes"),
+        ("account correlated", "flooding/q", 1.0, "flooding/q"),
+        ("run correlated, count path, add-remove", "protocol", "flip", "protocol"),
+        ("run correlated, count path, add-remove", "accuracy", _DELETE, "'accuracy' is a required"),
     ],
 )
 def test_a_broken_document_is_refused(documents, case, path, value, fragment) -> None:

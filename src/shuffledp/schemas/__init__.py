@@ -57,6 +57,8 @@ SCHEMA_VERSIONS: Mapping[str, int] = {
     "account-flip": 1,
     "account-krr": 1,
     "account-segmented": 2,
+    "correlated-release": 1,
+    "account-correlated": 1,
     "task": 1,
     "submission": 1,
     "message-dataset": 1,

@@ -1,0 +1,154 @@
+"""``shuffledp run correlated``: signed messages with correlated noise on a data file."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from shuffledp._validation import check_epsilon
+from shuffledp.accounting.correlated import NEIGHBOURS
+from shuffledp.cli._common import checked, number
+from shuffledp.cli.run._shared import (
+    ReleaseContext,
+    add_run_options,
+    finish_run,
+    load_input,
+    prepare_run,
+    run_to_dict,
+)
+from shuffledp.protocols.base import ProtocolRun
+from shuffledp.protocols.correlated import (
+    DEFAULT_SLACK,
+    CorrelatedCalibration,
+    CorrelatedProtocol,
+    MinHonest,
+    resolve_min_honest,
+)
+from shuffledp.schemas import schema_id
+
+NAME = "correlated"
+HELP = "signed messages with correlated noise: near-central error"
+
+
+def min_honest_type(text: str) -> int | float:
+    """Parse ``--min-honest``: a count of users (``90000``, ``9e4``) or a fraction (``0.9``)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0.0):
+        raise argparse.ArgumentTypeError(
+            f"expected a count of users or a fraction of them in (0, 1], got {text!r}"
+        )
+    if value > 1.0 and value == math.floor(value):
+        return int(value)
+    return value
+
+
+def add_correlated_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the "correlated" group (``--slack``, ``--min-honest``, ``--neighbours``)."""
+    group = parser.add_argument_group("correlated noise")
+    group.add_argument(
+        "--slack",
+        type=number,
+        default=DEFAULT_SLACK,
+        help="per-bin standard deviation at most (1 + slack) times the central discrete "
+        f"Laplace's (default {DEFAULT_SLACK:g})",
+    )
+    group.add_argument(
+        "--min-honest",
+        type=min_honest_type,
+        default=None,
+        metavar="M",
+        help="users whose noise shares the guarantee counts on: a count, or a fraction of n "
+        "in (0, 1] (default: all users; dropouts or colluders below M void the guarantee)",
+    )
+    group.add_argument(
+        "--neighbours",
+        choices=NEIGHBOURS,
+        default="replacement",
+        help="replacement: one user's value changes (default); add-remove: one value "
+        "message present or absent",
+    )
+
+
+def slack_option(args: argparse.Namespace) -> float:
+    """Return the checked ``--slack``."""
+    slack: float = checked(check_epsilon, args.slack, "--slack")
+    return slack
+
+
+def min_honest_option(args: argparse.Namespace, n: int) -> MinHonest:
+    """Return ``--min-honest`` after checking it against n (``None``: all users)."""
+    value: MinHonest = args.min_honest
+    if value is not None:
+        resolve_min_honest(value, n, "--min-honest")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``run correlated``'s options."""
+    add_run_options(parser)
+    add_correlated_arguments(parser)
+    parser.set_defaults(handler=execute)
+
+
+def correlated_run_to_dict(
+    run: ProtocolRun, calibration: CorrelatedCalibration, context: ReleaseContext
+) -> dict[str, Any]:
+    """Return the JSON result of a correlated run (schema ``correlated-release``)."""
+    result = run_to_dict(
+        run,
+        context,
+        target_delta=calibration.target_delta,
+        calibration=calibration.method,
+        parameters={
+            "a": calibration.a,
+            "alpha": calibration.alpha,
+            "flood_r": calibration.flood_r,
+            "flood_q": calibration.flood_q,
+            "min_honest": calibration.min_honest,
+            "neighbours": calibration.neighbours,
+            "slack": calibration.slack,
+            "calibration": calibration.method,
+        },
+        notes=calibration.notes,
+        expected_messages_per_user=calibration.expected_messages_per_user,
+    )
+    result["schema"] = schema_id("correlated-release")
+    result["accuracy"] = {
+        "per_bin_std": calibration.per_bin_std_all_users,
+        "per_bin_std_min_honest": calibration.per_bin_std,
+        "central_std": calibration.central_std,
+        "std_ratio": calibration.std_ratio,
+    }
+    return result
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Run the correlated protocol on the input column."""
+    epsilon, delta, output, plot = prepare_run(args)
+    slack = slack_option(args)
+    data = load_input(args)
+    min_honest = min_honest_option(args, data.n)
+    protocol = CorrelatedProtocol.calibrated(
+        data.n,
+        data.loaded.domain,
+        epsilon,
+        delta,
+        slack=slack,
+        min_honest=min_honest,
+        neighbours=args.neighbours,
+    )
+    run = protocol.run(data.loaded.indices, path=args.path, seed=data.protocol_seed)
+    title = (
+        f"Correlated-noise estimate of {args.column!r} "
+        f"(n={data.n}, ε={epsilon:g}, δ={run.privacy.delta:.2g})"
+    )
+    result = correlated_run_to_dict(run, protocol.calibration, data.context)
+    return finish_run(result, run, data, args, output, plot, title)
