@@ -1,0 +1,116 @@
+"""Correlated protocol: calibration time, figures and message-path speed; prints one JSON object.
+
+Setting of issue 18: d = 100, ε = 1, δ = 1e-6, replacement neighbours, slack
+0.10. For n = 1e4, 1e5 and 1e6: the calibration's wall time, a, r, q, E[W] per
+bin, the certified δ, the per-bin std and its ratio to the central DLap(ε/2),
+and the expected messages per user. Then the message path at n = 1e6 (Zipf
+data, OS entropy, the cryptographically secure shuffle): randomize, shuffle,
+analyze, and a whole ``protocol.run``; and the count path at n = 1e9. Finally
+the papers' rule at the same target (a reproduction, with our exact δ and ε).
+
+Usage: python benchmarks/correlated_speed.py [--repeats R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from shuffledp.accounting.correlated_paper import paper_correlated_noise
+from shuffledp.data.synthetic import zipf_histogram, zipf_values
+from shuffledp.protocols.correlated import CorrelatedProtocol, calibrate_correlated
+from shuffledp.shuffler.uniform import UniformShuffler
+
+T = TypeVar("T")
+
+
+def _timed(fn: Callable[[], T]) -> tuple[T, float]:
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    d, eps, delta = 100, 1.0, 1e-6
+
+    calibrations: list[dict[str, Any]] = []
+    protocol = None
+    for n in (10_000, 100_000, 1_000_000):
+        calibration, seconds = _timed(lambda n=n: calibrate_correlated(n, d, eps, delta))
+        calibrations.append(
+            {
+                "n": n,
+                "calibration_seconds": round(seconds, 3),
+                "a": calibration.a,
+                "r": calibration.flood_r,
+                "q": calibration.flood_q,
+                "flood_mean": calibration.flood_mean,
+                "delta": calibration.delta,
+                "per_bin_std": calibration.per_bin_std,
+                "central_std": calibration.central_std,
+                "std_ratio": calibration.std_ratio,
+                "messages_per_user": calibration.expected_messages_per_user,
+            }
+        )
+        protocol = CorrelatedProtocol(calibration)
+    assert protocol is not None
+    n = protocol.n
+    values = zipf_values(n, d, seed=1)
+    stages: dict[str, list[float]] = {"randomize": [], "shuffle": [], "analyze": [], "total": []}
+    messages = 0
+    for _ in range(args.repeats):
+        batch, t_r = _timed(lambda: protocol.randomize(values))
+        shuffled, t_s = _timed(lambda: UniformShuffler().shuffle(batch))  # noqa: B023
+        _, t_a = _timed(
+            lambda: protocol.estimate(protocol.statistic_from_messages(shuffled))  # noqa: B023
+        )
+        messages = len(batch)
+        for key, value in zip(stages, (t_r, t_s, t_a, t_r + t_s + t_a), strict=True):
+            stages[key].append(value)
+    _, run_s = _timed(lambda: protocol.run(values))
+
+    big_n = 1_000_000_000
+    big = CorrelatedProtocol(calibrate_correlated(big_n, d, eps, delta))
+    histogram = zipf_histogram(big_n, d)
+    _, count_only_s = _timed(lambda: big.sample_statistic(histogram))
+
+    rule, paper_s = _timed(lambda: paper_correlated_noise(eps, delta))
+    result = {
+        "benchmark": "correlated_speed",
+        "setting": {"d": d, "epsilon": eps, "delta": delta, "neighbours": "replacement"},
+        "python": platform.python_version(),
+        "calibrations": calibrations,
+        "message_path": {
+            "n": n,
+            "messages": messages,
+            "messages_per_user": messages / n,
+            "seconds_min": {key: round(min(v), 3) for key, v in stages.items()},
+            "protocol_run_seconds": round(run_s, 3),
+        },
+        "count_path": {"n": big_n, "sample_statistic_seconds": round(count_only_s, 5)},
+        "papers_rule": {
+            "a": rule.noise.a,
+            "r": rule.noise.flood_r,
+            "q": rule.noise.flood_q,
+            "flood_mean": rule.noise.flood_mean,
+            "delta_at_epsilon": rule.delta_at_epsilon,
+            "exact_epsilon": rule.exact_epsilon,
+            "messages_per_user": {
+                str(m): 1 + d * rule.noise.messages_per_bin / m
+                for m in (10_000, 100_000, 1_000_000)
+            },
+            "seconds": round(paper_s, 3),
+        },
+    }
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
