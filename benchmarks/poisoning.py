@@ -23,6 +23,11 @@ expectation: the estimators are unbiased).
 * augmented (Murakami, Sei & Eriguchi, arXiv 2504.07362): a client sends one
   ciphertext of one value; the shuffler keeps it with probability β, so the
   shift is 1/β when kept and 0 otherwise (expected 1, as for an honest client).
+* correlated (Ghazi, Kumar, Manurangsi & Pagh, ICML 2020; Ghazi et al., ICML
+  2021): a message is any (j, ±1), each (j, +1) adding 1 to ĥ_j. An honest
+  client's message count is unbounded (negative binomial shares), so rows are
+  an honest client's expected count and the count it exceeds with probability
+  at most the services' tail (1e-30), all sent as (j, +1).
 
 Adding a protocol (e.g. ``correlated``): write a function with the signature
 of :func:`flip_rows` returning rows with the keys of :func:`_row`, and add it
@@ -48,8 +53,9 @@ import numpy as np
 from shuffledp.data.synthetic import zipf_values
 from shuffledp.messages import MessageBatch
 from shuffledp.protocols.augmented import AugmentedProtocol
+from shuffledp.protocols.correlated import CorrelatedProtocol
 from shuffledp.protocols.flip import FlipProtocol
-from shuffledp.service.task import max_messages_per_user
+from shuffledp.service.task import MESSAGE_TAIL_PROBABILITY, max_messages_per_user
 from shuffledp.shuffler.uniform import UniformShuffler
 
 
@@ -167,10 +173,73 @@ def augmented_rows(setting: Setting) -> list[dict[str, Any]]:
     return rows
 
 
+def _correlated_message_cap(protocol: CorrelatedProtocol, tail: float) -> int:
+    """Smallest c with P[an honest client sends more than c messages] ≤ ``tail``.
+
+    Its count is 1 + A + A′ + 2W, A + A′ ~ NB(2d/m, α), W ~ NB(d·r/m, q) (the
+    shares of all d bins added), summed exactly on a grid.
+    """
+    from scipy.stats import nbinom
+
+    cal = protocol.calibration
+    d, m = cal.domain_size, cal.min_honest
+    size = 1 << 16
+    grid = np.arange(size)
+    two_sided = nbinom.pmf(grid, 2.0 * d / m, 1.0 - cal.alpha)
+    flood = np.zeros(size)
+    flood[0::2] = nbinom.pmf(grid[: size // 2], d * cal.flood_r / m, 1.0 - cal.flood_q)
+    total = np.convolve(two_sided, flood)[:size]
+    above = np.cumsum(total[::-1])[::-1]  # above[c] = P[A + A′ + 2W ≥ c] on the grid
+    assert above[-1] <= tail * 1e-3, "the grid is too short for this tail"
+    return int(np.argmax(above <= tail))  # 1 + S > c exactly when S ≥ c
+
+
+def correlated_rows(setting: Setting) -> list[dict[str, Any]]:
+    """Correlated: any number of (j, +1) messages, each worth 1."""
+    protocol = CorrelatedProtocol.calibrated(
+        setting.n, setting.domain_size, setting.epsilon, setting.delta
+    )
+    cal = protocol.calibration
+    values = _honest_values(setting)
+    rng = np.random.default_rng(setting.seed + 3)
+    target = 2 * setting.target  # the payload of (j, +1)
+    rows = []
+    attacks = (
+        ("an honest client's expected message count, all (j, +1)",
+         max(1, round(cal.expected_messages_per_user))),
+        ("the count an honest client exceeds with probability 1e-30, all (j, +1)",
+         _correlated_message_cap(protocol, MESSAGE_TAIL_PROBABILITY)),
+    )  # fmt: skip
+    for attack, m in attacks:
+        measured = []
+        for _ in range(setting.repeats):
+            honest = protocol.randomize(values, rng)
+            shuffle_seed = int(rng.integers(2**63))
+            base = UniformShuffler().shuffle(honest, seed=shuffle_seed)
+            attacked = MessageBatch(
+                payload=np.concatenate([honest.payload, np.full(m, target)]),
+                sender=np.concatenate([honest.sender, np.full(m, setting.n - 1)]),
+                n_users=setting.n,
+            )
+            mixed = UniformShuffler().shuffle(attacked, seed=shuffle_seed)
+            before = protocol.estimate(protocol.statistic_from_messages(base)).counts
+            after = protocol.estimate(protocol.statistic_from_messages(mixed)).counts
+            measured.append(float(after[setting.target] - before[setting.target]))
+        rows.append(
+            _row(
+                "correlated", attack, m, float(m), float(m), measured,
+                cal.per_bin_std_all_users,
+                {"a": cal.a, "r": cal.flood_r, "q": cal.flood_q, "min_honest": cal.min_honest},
+            )
+        )  # fmt: skip
+    return rows
+
+
 #: Protocol name → the function computing its rows.
 PROTOCOLS: dict[str, Callable[[Setting], list[dict[str, Any]]]] = {
     "flip": flip_rows,
     "augmented": augmented_rows,
+    "correlated": correlated_rows,
 }
 
 
