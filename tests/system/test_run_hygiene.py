@@ -47,13 +47,13 @@ def neighbours(tmp_path):
     )
 
 
-@pytest.mark.parametrize("protocol", ["flip", "krr"])
+@pytest.mark.parametrize("protocol", ["flip", "krr", "correlated"])
 def test_domain_is_required_public_input(neighbours, capsys, protocol):
     one, _ = neighbours
     _assert_bad(["run", protocol, "--input", str(one), *RUN], capsys, "--domain")
 
 
-@pytest.mark.parametrize("protocol", ["flip", "krr"])
+@pytest.mark.parametrize("protocol", ["flip", "krr", "correlated"])
 def test_declared_domain_does_not_depend_on_the_data(neighbours, capsys, protocol):
     results = []
     for path in neighbours:
