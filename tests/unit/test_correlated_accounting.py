@@ -268,3 +268,18 @@ def test_fewer_honest_users_cost_epsilon_and_all_of_them_cost_nothing_extra():
     assert full < nine < three_quarters
     with pytest.raises(InvalidParameterError, match="fraction must be in"):
         epsilon_with_fewer_honest(1e-6, noise, 1.5)
+
+
+def test_infeasible_two_sided_parts_are_refused_at_once_with_the_floor():
+    # a above eps/2 (replacement): no flooding helps; once this ran out of memory.
+    from shuffledp.accounting.correlated import flooding_floor
+
+    alpha = math.exp(-0.6)
+    floor = flooding_floor(1.0, alpha)
+    assert floor > 0
+    # The floor is the limit of more and more flooding.
+    wide = correlated_delta(1.0, CorrelatedNoise(alpha, 400.0, 0.999))
+    assert floor <= wide <= floor * 1.02
+    with pytest.raises(InvalidParameterError, match="even unlimited flooding"):
+        cheapest_flooding(1.0, 1e-6, alpha)
+    assert flooding_floor(1.0, math.exp(-0.45)) == 0.0

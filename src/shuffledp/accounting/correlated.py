@@ -98,6 +98,7 @@ __all__ = [
     "correlated_epsilon",
     "dlap_std",
     "epsilon_with_fewer_honest",
+    "flooding_floor",
     "generic_bin_delta",
     "largest_alpha",
     "negative_binomial_tail_point",
@@ -586,6 +587,29 @@ def largest_alpha(std: float) -> float:
     return alpha
 
 
+#: The largest flooding mean E[W] per bin a calibration considers: the accountant holds
+#: W's pmf on a window a few times that long.
+MAX_FLOOD_MEAN = 1e7
+
+
+def flooding_floor(
+    epsilon: float, alpha: float, *, neighbours: Neighbours = "replacement"
+) -> float:
+    """The δ(ε) no flooding gets below: the limit of unlimited flooding.
+
+    As W's pmf flattens, w(x)/T(x) tends to (1 − α²)/α² and each bin's loss to
+    ±a with masses α/(1 + α) and 1/(1 + α) (the discrete Laplace's own pair).
+    Replacement composes two bins: δ∞ = (1/(1 + α))²·(1 − e^{ε − 2a})₊;
+    add/remove: (1/(1 + α))·(1 − e^{ε − a})₊. Positive only where the two-sided
+    part alone spends more than ε.
+    """
+    epsilon = check_epsilon(epsilon)
+    a = -math.log(alpha)
+    if _check_neighbours(neighbours) == "replacement":
+        return (1.0 / (1.0 + alpha)) ** 2 * max(0.0, -math.expm1(epsilon - 2.0 * a))
+    return (1.0 / (1.0 + alpha)) * max(0.0, -math.expm1(epsilon - a))
+
+
 def _smallest_flooding_shape(
     passes: Callable[[float], bool], start: float, rtol: float
 ) -> float | None:
@@ -636,6 +660,14 @@ def cheapest_flooding(
     epsilon = check_epsilon(epsilon)
     target = check_delta(delta)
     neighbours = _check_neighbours(neighbours)
+    floor = flooding_floor(epsilon, alpha, neighbours=neighbours)
+    if floor >= target:
+        a = -math.log(alpha)
+        raise InvalidParameterError(
+            f"no flooding certifies ({epsilon:g}, {target:g}) with a={a:.4g}: even unlimited "
+            f"flooding leaves delta={floor:.3g} (the two-sided part alone spends "
+            f"{2 * a if neighbours == 'replacement' else a:.4g} > epsilon); lower a"
+        )
     memo: dict[float, tuple[float, float] | None] = {}
 
     def at(q: float) -> tuple[float, float] | None:
@@ -644,6 +676,8 @@ def cheapest_flooding(
             start = math.log((1.0 - alpha) / target) / -math.log1p(-q)
 
             def passes(r: float) -> bool:
+                if r * q / (1.0 - q) > MAX_FLOOD_MEAN:
+                    return False  # beyond what the accountant's window affords
                 noise = CorrelatedNoise(alpha, r, q)
                 return correlated_delta(epsilon, noise, neighbours=neighbours) <= target
 
