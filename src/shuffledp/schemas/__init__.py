@@ -64,6 +64,7 @@ SCHEMA_VERSIONS: Mapping[str, int] = {
     "message-dataset": 1,
     "experiment-segmented-summary": 1,
     "experiment-per-user-summary": 1,
+    "experiment-near-central-summary": 1,
     "augmented-release": 1,
     "account-augmented": 1,
 }

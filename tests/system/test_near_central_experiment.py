@@ -1,0 +1,102 @@
+"""``experiment near-central``: the rows, the verdicts, the files and the summary's schema."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shuffledp.experiments.near_central import (
+    PROTOCOLS,
+    NearCentralConfig,
+    measure,
+    run_near_central,
+    verdicts,
+    zipf_histogram,
+)
+from shuffledp.schemas import validate
+
+
+def test_zipf_histogram_adds_up_and_falls():
+    h = zipf_histogram(10_001, 100)
+    assert h.sum() == 10_001 and len(h) == 100
+    assert np.all(np.diff(h) <= 0)
+
+
+@pytest.mark.parametrize(
+    "name", ["central_laplace", "central_discrete_laplace", "central_analytic_gaussian"]
+)
+def test_central_rows_measure_their_analytic_std(name):
+    row = measure(
+        name,
+        zipf_histogram(5000, 100),
+        epsilon=1.0,
+        delta=1e-6,
+        repetitions=40,
+        path="count",
+        seed=np.random.SeedSequence(3),
+    )
+    # 4000 draws of each noise: the RMS is within a few standard errors of the std.
+    assert abs(row.per_bin_std - row.analytic_std) <= 4.0 * row.per_bin_std_se
+    assert row.message_path_seconds is None and row.path == "central"
+
+
+def test_small_grid_writes_rows_verdicts_and_valid_files(tmp_path: Path):
+    config = replace(
+        NearCentralConfig.quick(seed=5),
+        sizes=(3000,),
+        epsilons=(1.0,),
+        sweep_n=3000,
+        message_path_up_to=3000,
+        repetitions=3,
+        count_repetitions=3,
+    )
+    result = run_near_central(config, tmp_path)
+    rows = result["rows"]
+    assert {r.protocol for r in rows} == set(PROTOCOLS)
+    by = {r.protocol: r for r in rows}
+    assert by["augmented"].messages_per_user == 1.0
+    assert by["correlated"].ratio_to_central_dlap <= 1.10
+    assert by["correlated"].certified_delta <= 1e-6
+    assert by["flip"].ratio_to_central_dlap > 2.0
+    assert math.isclose(by["central_discrete_laplace"].ratio_to_central_dlap, 1.0)
+    summary = json.loads((tmp_path / "near_central_summary.json").read_text())
+    validate(summary)
+    claims = {v["claim"]: v["verdict"] for v in summary["verdicts"]}
+    # No n = 1e6 row in this grid: those targets are untested, never "reached".
+    assert all(v == "untested" for c, v in claims.items() if "1,000,000" in c)
+    names = {p.name for p in result["files"]}
+    assert {"near_central.csv", "near_central_by_n.png", "near_central_messages.png"} <= names
+
+
+def test_verdict_without_evidence_is_untested():
+    config = NearCentralConfig.quick()
+    assert all(v["verdict"] == "untested" for v in verdicts([], config))
+
+
+def test_bad_option_is_one_line_and_exit_2(tmp_path: Path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shuffledp",
+            "experiment",
+            "near-central",
+            "--repetitions",
+            "1",
+            "--output-dir",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "--repetitions" in done.stderr
+    assert not (tmp_path / "out").exists()
