@@ -13,6 +13,14 @@ its users (including the target) together with the other m − n users'
 messages, which do not depend on the target's value and could simply be handed
 to the adversary. So the (ε, δ) certified at n holds for every batch of at
 least n users, and the shuffler never forwards a smaller one.
+
+Protocols. ``flip`` and ``krr`` (local randomizers whose privacy is amplified
+by the shuffle), ``correlated`` (each user sends its value as (x, +1) and
+noise shares (j, ±1) calibrated so that n = ``min_batch_users`` users' shares
+add up to the certified noise: ``min_honest`` is ``min_batch_users``) and
+``augmented`` (each user sends its value alone; the shuffler adds the noise as
+dummy messages, :mod:`shuffledp.service.augment`, and the guarantee does not
+depend on n).
 """
 
 from __future__ import annotations
@@ -26,9 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from numpy.typing import NDArray
 
 from shuffledp import __version__
+from shuffledp._rng import SeedLike
 from shuffledp._validation import (
     DataError,
     InvalidParameterError,
@@ -36,13 +47,34 @@ from shuffledp._validation import (
     check_epsilon,
     check_int,
 )
+from shuffledp.accounting.augmented import (
+    VARIANTS,
+    DummyLaw,
+    SAGeoLaw,
+    SBinLaw,
+    augmented_delta,
+    check_beta,
+)
+from shuffledp.accounting.correlated import NEIGHBOURS, CorrelatedNoise, correlated_delta
+from shuffledp.analyzers.augmented import augmented_count_stderr
+from shuffledp.central import discrete_laplace_std
 from shuffledp.data.domains import check_domain
+from shuffledp.messages import MessageBatch
+from shuffledp.protocols.augmented import AugmentedCalibration, AugmentedProtocol
 from shuffledp.protocols.base import ShuffleProtocol
+from shuffledp.protocols.correlated import CorrelatedCalibration, CorrelatedProtocol
 from shuffledp.protocols.flip import FlipProtocol
 from shuffledp.protocols.krr import KRRProtocol
+from shuffledp.randomizers.augmented import AugmentedClient
 from shuffledp.randomizers.bitflip import FlipRandomizer
+from shuffledp.randomizers.correlated import CorrelatedRandomizer
 from shuffledp.randomizers.krr import KRRRandomizer
 from shuffledp.schemas import schema_id
+from shuffledp.service.message_bounds import (
+    MESSAGE_TAIL_PROBABILITY,
+    correlated_max_messages,
+    max_dummies_per_batch,
+)
 from shuffledp.service.secretfile import read_secret_file, write_secret_file
 from shuffledp.service.wire import (
     MAX_INDEX,
@@ -61,10 +93,13 @@ __all__ = [
     "PROTOCOLS",
     "TASK_FORMAT",
     "TASK_SCHEMA",
+    "PlainValueRandomizer",
     "Task",
     "TaskError",
+    "augmented_calibration",
     "build_protocol",
     "build_randomizer",
+    "correlated_calibration",
     "create_task",
     "is_id",
     "load_private_key",
@@ -80,14 +115,31 @@ TASK_FORMAT = "shuffledp-task/1"
 #: ``schema`` of a task document this version writes (the ``$id`` of its JSON Schema).
 TASK_SCHEMA = schema_id("task")
 #: Protocols a task can run.
-PROTOCOLS: tuple[str, ...] = ("flip", "krr")
-#: An honest FLIP client exceeds ``max_messages_per_submission`` with at most this probability.
-MESSAGE_TAIL_PROBABILITY = 1e-30
+PROTOCOLS: tuple[str, ...] = ("flip", "krr", "correlated", "augmented")
 #: Largest ``min_batch_users`` (and number of users in a batch) the services handle:
 #: 2**40 users per batch keep every sum of users over batches far below 2**63.
 MAX_BATCH_USERS = 2**40
 
-Protocol = Literal["flip", "krr"]
+Protocol = Literal["flip", "krr", "correlated", "augmented"]
+
+
+class PlainValueRandomizer:
+    """An augmented client: one message carrying the value, no noise (the shuffler adds it).
+
+    Args:
+        domain_size: d.
+    """
+
+    def __init__(self, domain_size: int) -> None:
+        self._client = AugmentedClient(domain_size)
+
+    def randomize(self, values: NDArray[np.integer], seed: SeedLike = None) -> MessageBatch:
+        """Every user's one message, its value (``seed`` is not used: nothing is random)."""
+        return self._client.randomize(values)
+
+
+#: What a client runs for one task (:func:`build_randomizer`).
+Randomizer = FlipRandomizer | KRRRandomizer | CorrelatedRandomizer | PlainValueRandomizer
 
 
 class TaskError(DataError):
@@ -110,13 +162,15 @@ def is_id(value: object) -> bool:
 def max_messages_per_user(protocol: str, domain_size: int, q: float = 0.0, k: int = 0) -> int:
     """Return the most messages an honest client sends, but for a negligible probability.
 
-    k-RR sends exactly one. A FLIP user sends Ber(1 − q) + Bin(d − 1, q) +
+    k-RR and the augmented protocol send exactly one (for the correlated
+    protocol see :func:`~shuffledp.service.message_bounds.correlated_max_messages`).
+    A FLIP user sends Ber(1 − q) + Bin(d − 1, q) +
     Bin(k·d, q) messages (the count's law does not depend on the value), at
     most 1 + Bin((k + 1)·d − 1, q); the bound is the smallest c with
     P[1 + Bin((k + 1)·d − 1, q) > c] ≤ :data:`MESSAGE_TAIL_PROBABILITY`. The
     shuffler rejects larger submissions; a client that draws more does not submit.
     """
-    if protocol == "krr":
+    if protocol in ("krr", "augmented"):
         return 1
     from scipy.stats import binom
 
@@ -135,8 +189,9 @@ class Task:
 
     Attributes:
         task_id: Random 128-bit id (32 hex digits); bound into every ciphertext.
-        protocol: ``"flip"`` or ``"krr"``.
-        domain: The public domain's labels, in bin order (a message carries a bin index).
+        protocol: ``"flip"``, ``"krr"``, ``"correlated"`` or ``"augmented"``.
+        domain: The public domain's labels, in bin order (a message carries a bin
+            index; a correlated message the index 2·bin + (1 if its sign is −1)).
         domain_source: Where the domain came from (``declared``, ``file``, ``builtin:NAME``).
         epsilon: Target ε.
         delta: Target δ.
@@ -144,7 +199,8 @@ class Task:
             for. The guarantee holds for every batch of at least n users
             (extra users' reports can be handed to the adversary: post-processing),
             and no smaller batch is ever forwarded or published.
-        calibration: How the parameters were chosen (``exact``, ``paper``).
+        calibration: How the parameters were chosen (``exact``, ``paper``; for
+            the augmented protocol also ``pure`` (S1Geo) or ``fixed``).
         public_key: The analyzer's raw X25519 public key, base64.
         max_messages_per_submission: Most ciphertexts one submission may carry
             (see :func:`max_messages_per_user`).
@@ -154,6 +210,18 @@ class Task:
         fake_users: FLIP's k.
         epsilon0: k-RR's local ε₀.
         estimator: k-RR's estimator (``inversion``, ``raw``, ``clip``, ``simplex``).
+        alpha: Correlated: α = e^{−a}, the two-sided geometric part of every bin's noise.
+        flood_r: Correlated: the flooding NB(r, q)'s shape r (per bin, at
+            ``min_batch_users`` users).
+        flood_q: Correlated: the flooding's q.
+        neighbours: Correlated: ``"replacement"`` or ``"add-remove"``.
+        slack: Correlated: the accuracy slack it was calibrated with (``None`` if not).
+        variant: Augmented: the dummy law, ``"sageo"``, ``"s1geo"`` or ``"sbin"``.
+        beta: Augmented: the probability that the shuffler keeps each message.
+        nu: Augmented (SAGeo, S1Geo): the shift ν.
+        q_left: Augmented (SAGeo, S1Geo): q_l.
+        q_right: Augmented (SAGeo, S1Geo): q_r.
+        trials: Augmented (SBin): M.
         shuffledp_version: The version that created the task.
         schema: The document's ``schema`` (:data:`TASK_SCHEMA`); ``None`` for a
             document written by shuffledp 0.1, which has none. It is kept as it
@@ -175,6 +243,17 @@ class Task:
     fake_users: int | None = None
     epsilon0: float | None = None
     estimator: str | None = None
+    alpha: float | None = None
+    flood_r: float | None = None
+    flood_q: float | None = None
+    neighbours: str | None = None
+    slack: float | None = None
+    variant: str | None = None
+    beta: float | None = None
+    nu: int | None = None
+    q_left: float | None = None
+    q_right: float | None = None
+    trials: int | None = None
     shuffledp_version: str = __version__
     schema: str | None = TASK_SCHEMA
 
@@ -184,15 +263,77 @@ class Task:
         return len(self.domain)
 
     @property
+    def message_domain_size(self) -> int:
+        """Number of distinct messages: 2d for the correlated protocol (bin, sign), else d."""
+        return 2 * len(self.domain) if self.protocol == "correlated" else len(self.domain)
+
+    @property
     def parameters(self) -> dict[str, Any]:
         """The protocol parameters, as in the task document."""
         if self.protocol == "flip":
             return {"q": self.q, "fake_users": self.fake_users, "calibration": self.calibration}
+        if self.protocol == "correlated":
+            return {
+                "alpha": self.alpha,
+                "flood_r": self.flood_r,
+                "flood_q": self.flood_q,
+                "min_honest": self.min_batch_users,
+                "neighbours": self.neighbours,
+                "slack": self.slack,
+                "calibration": self.calibration,
+            }
+        if self.protocol == "augmented":
+            law: dict[str, Any] = (
+                {"trials": self.trials}
+                if self.variant == "sbin"
+                else {"nu": self.nu, "q_left": self.q_left, "q_right": self.q_right}
+            )
+            return {
+                "variant": self.variant,
+                "beta": self.beta,
+                **law,
+                "calibration": self.calibration,
+            }
         return {
             "epsilon0": self.epsilon0,
             "estimator": self.estimator,
             "calibration": self.calibration,
         }
+
+    def correlated_noise(self) -> CorrelatedNoise:
+        """The correlated protocol's per-bin noise at ``min_batch_users`` users (α, r, q).
+
+        Raises:
+            TaskError: If the task is not a correlated one.
+        """
+        if self.protocol != "correlated":
+            raise TaskError(f"a {self.protocol} task has no correlated noise")
+        assert self.alpha is not None and self.flood_r is not None and self.flood_q is not None
+        return CorrelatedNoise(self.alpha, self.flood_r, self.flood_q)
+
+    def dummy_law(self) -> DummyLaw:
+        """The augmented protocol's dummy law (SAGeo for ``sageo`` and ``s1geo``, SBin).
+
+        Raises:
+            TaskError: If the task is not an augmented one.
+        """
+        if self.protocol != "augmented":
+            raise TaskError(f"a {self.protocol} task has no dummy law")
+        if self.variant == "sbin":
+            assert self.trials is not None
+            return SBinLaw(self.trials)
+        assert self.nu is not None and self.q_left is not None and self.q_right is not None
+        return SAGeoLaw(self.nu, self.q_left, self.q_right)
+
+    def max_dummies_per_batch(self) -> int:
+        """Augmented: the most dummies the shuffler adds to a batch, but with probability 1e-30.
+
+        (:func:`~shuffledp.service.message_bounds.max_dummies_per_batch`; 0 for
+        the other protocols, whose shuffler adds none.)
+        """
+        if self.protocol != "augmented":
+            return 0
+        return max_dummies_per_batch(self.domain_size, self.dummy_law())
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON document (its ``schema`` first, when it has one)."""
@@ -265,6 +406,17 @@ class Task:
                 fake_users=params.get("fake_users"),
                 epsilon0=params.get("epsilon0"),
                 estimator=params.get("estimator"),
+                alpha=_real(params, "alpha"),
+                flood_r=_real(params, "flood_r"),
+                flood_q=_real(params, "flood_q"),
+                neighbours=params.get("neighbours"),
+                slack=_real(params, "slack"),
+                variant=params.get("variant"),
+                beta=_real(params, "beta"),
+                nu=params.get("nu"),
+                q_left=_real(params, "q_left"),
+                q_right=_real(params, "q_right"),
+                trials=params.get("trials"),
                 shuffledp_version=data.get("shuffledp_version", "unknown"),
                 schema=data.get("schema"),
             )
@@ -272,6 +424,11 @@ class Task:
             raise TaskError(f"task document has no field {exc.args[0]!r}") from None
         except TypeError:
             raise TaskError("task document has a field of the wrong type") from None
+        if task.protocol == "correlated" and params.get("min_honest") != task.min_batch_users:
+            raise TaskError(
+                "a correlated task's parameters.min_honest must equal its min_batch_users "
+                f"({task.min_batch_users}), got {params.get('min_honest')!r}"
+            )
         task.check()
         return task
 
@@ -304,14 +461,47 @@ class Task:
             public_key_from_b64(self.public_key)
             if self.protocol == "flip":
                 FlipRandomizer(len(self.domain), self.q, self.fake_users)  # type: ignore[arg-type]
-            else:
+            elif self.protocol == "krr":
                 KRRRandomizer(len(self.domain), self.epsilon0)  # type: ignore[arg-type]
                 if self.estimator not in ("inversion", "raw", "clip", "simplex"):
                     raise TaskError(f"unknown k-RR estimator {self.estimator!r}")
+            elif self.protocol == "correlated":
+                self._check_correlated()
+            else:
+                self._check_augmented()
         except TaskError:
             raise
         except (InvalidParameterError, WireError, DataError, TypeError) as exc:
             raise TaskError(f"invalid task: {exc}") from None
+
+    def _check_correlated(self) -> None:
+        if None in (self.alpha, self.flood_r, self.flood_q):
+            raise TaskError("a correlated task needs parameters alpha, flood_r and flood_q")
+        self.correlated_noise()
+        if self.neighbours not in NEIGHBOURS:
+            raise TaskError(f"neighbours must be one of {NEIGHBOURS}, got {self.neighbours!r}")
+        if self.slack is not None and not (math.isfinite(self.slack) and self.slack > 0):
+            raise TaskError(f"slack must be a positive number or null, got {self.slack!r}")
+        if 2 * len(self.domain) - 1 > MAX_INDEX:
+            raise TaskError("task domain is too large for the message format")
+
+    def _check_augmented(self) -> None:
+        if self.variant not in VARIANTS:
+            raise TaskError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
+        if self.beta is None:
+            raise TaskError("an augmented task needs the parameter beta")
+        check_beta(self.beta, self.epsilon if self.variant == "sageo" else None)
+        if self.variant == "sbin":
+            if self.trials is None:
+                raise TaskError("an sbin task needs the parameter trials")
+        elif None in (self.nu, self.q_left, self.q_right):
+            raise TaskError(f"an {self.variant} task needs the parameters nu, q_left and q_right")
+        self.dummy_law()
+        if self.max_messages_per_submission != 1:
+            raise TaskError(
+                "an augmented client sends exactly one message: max_messages_per_submission "
+                f"must be 1, got {self.max_messages_per_submission}"
+            )
 
     def index_of(self, label: str) -> int:
         """Return the bin index of a label of the domain.
@@ -323,6 +513,20 @@ class Task:
             return self.domain.index(label)
         except ValueError:
             raise DataError(f"value {label!r} is not in the task's domain") from None
+
+
+def _real(params: dict[str, Any], key: str) -> float | None:
+    """A parameter that is a number, as a float (JSON may write 1.0 as 1); None if absent.
+
+    Raises:
+        TaskError: If it is present and not a number.
+    """
+    value = params.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TaskError(f"task parameter {key!r} must be a number, got {value!r}")
+    return float(value)
 
 
 def create_task(
@@ -337,15 +541,26 @@ def create_task(
     fake_users: int | None = None,
     calibration: str = "exact",
     estimator: str = "inversion",
+    slack: float | None = None,
+    neighbours: str = "replacement",
+    variant: str = "sageo",
+    beta: float | None = None,
+    nu: int | None = None,
+    trials: int | None = None,
 ) -> tuple[Task, X25519PrivateKey]:
     """Calibrate a protocol for ``min_batch_users`` users and generate the analyzer's key pair.
 
     FLIP uses :meth:`FlipProtocol.calibrated` (q for k fake users), k-RR
-    :meth:`KRRProtocol.calibrated` (ε₀). The returned private key must be
+    :meth:`KRRProtocol.calibrated` (ε₀), the correlated protocol
+    :func:`~shuffledp.protocols.correlated.calibrate_correlated` with
+    ``min_honest`` = ``min_batch_users`` (each user's noise shares are
+    NB(1/n, ·), so n honest users' shares add up to the certified noise), the
+    augmented protocol :func:`~shuffledp.protocols.augmented.calibrate_augmented`
+    (its guarantee does not depend on n). The returned private key must be
     saved with :func:`save_private_key` and given to the analyzer only.
 
     Args:
-        protocol: ``"flip"`` or ``"krr"``.
+        protocol: ``"flip"``, ``"krr"``, ``"correlated"`` or ``"augmented"``.
         domain: The public domain's labels, in bin order.
         epsilon: Target ε.
         delta: Target δ.
@@ -353,8 +568,16 @@ def create_task(
         domain_source: Where the labels came from (stated in releases).
         one_submission_per_client: Require a client token per submission.
         fake_users: FLIP's k (default 100).
-        calibration: FLIP: ``"exact"`` or ``"paper"``.
+        calibration: FLIP and augmented SAGeo: ``"exact"`` or ``"paper"``; the
+            correlated protocol: ``"exact"`` only.
         estimator: k-RR's estimator.
+        slack: Correlated: the accuracy slack (default
+            :data:`~shuffledp.protocols.correlated.DEFAULT_SLACK`).
+        neighbours: Correlated: ``"replacement"`` (default) or ``"add-remove"``.
+        variant: Augmented: ``"sageo"`` (default), ``"s1geo"`` or ``"sbin"``.
+        beta: Augmented: the shuffler's sampling rate (default 1; S1Geo fixes it).
+        nu: Augmented SAGeo: a fixed shift to certify instead of calibrating.
+        trials: Augmented SBin: a fixed M to certify instead of calibrating.
 
     Raises:
         InvalidParameterError: On a bad parameter or a target no parameter meets.
@@ -398,7 +621,7 @@ def create_task(
             ),
             **common,
         )
-    else:
+    elif protocol == "krr":
         if estimator not in ("inversion", "raw", "clip", "simplex"):
             raise InvalidParameterError(f"unknown k-RR estimator {estimator!r}")
         krr = KRRProtocol.calibrated(n, list(labels), epsilon, delta)
@@ -410,8 +633,161 @@ def create_task(
             max_messages_per_submission=1,
             **common,
         )
+    elif protocol == "correlated":
+        task = _create_correlated(common, epsilon, delta, calibration, slack, neighbours)
+    else:
+        task = _create_augmented(common, epsilon, delta, calibration, variant, beta, nu, trials)
     task.check()
     return task, key
+
+
+def _create_correlated(
+    common: dict[str, Any],
+    epsilon: float,
+    delta: float,
+    calibration: str,
+    slack: float | None,
+    neighbours: str,
+) -> Task:
+    from shuffledp.protocols.correlated import DEFAULT_SLACK, calibrate_correlated
+
+    if calibration != "exact":
+        raise InvalidParameterError(
+            f"the correlated protocol is calibrated by the exact accountant only; got "
+            f"calibration {calibration!r}"
+        )
+    n, d = common["min_batch_users"], len(common["domain"])
+    cal = calibrate_correlated(
+        n,
+        d,
+        epsilon,
+        delta,
+        slack=DEFAULT_SLACK if slack is None else slack,
+        min_honest=n,
+        neighbours=neighbours,  # type: ignore[arg-type]
+    )
+    return Task(
+        protocol="correlated",
+        calibration=cal.method,
+        alpha=cal.alpha,
+        flood_r=cal.flood_r,
+        flood_q=cal.flood_q,
+        neighbours=cal.neighbours,
+        slack=cal.slack,
+        max_messages_per_submission=correlated_max_messages(d, cal.noise, n),
+        **common,
+    )
+
+
+def _create_augmented(
+    common: dict[str, Any],
+    epsilon: float,
+    delta: float,
+    calibration: str,
+    variant: str,
+    beta: float | None,
+    nu: int | None,
+    trials: int | None,
+) -> Task:
+    from shuffledp.protocols.augmented import calibrate_augmented
+
+    cal = calibrate_augmented(
+        common["min_batch_users"],
+        len(common["domain"]),
+        epsilon,
+        delta,
+        variant=variant,  # type: ignore[arg-type]
+        beta=beta,
+        nu=nu,
+        trials=trials,
+        calibration=calibration,  # type: ignore[arg-type]
+    )
+    return Task(
+        protocol="augmented",
+        calibration=cal.method,
+        variant=cal.variant,
+        beta=cal.beta,
+        nu=cal.nu,
+        q_left=cal.q_left,
+        q_right=cal.q_right,
+        trials=cal.trials,
+        max_messages_per_submission=1,
+        **common,
+    )
+
+
+def correlated_calibration(task: Task, n: int) -> CorrelatedCalibration:
+    """The task's correlated noise as a calibration for ``n`` users, certified at its ε.
+
+    ``min_honest`` is the task's ``min_batch_users``: every user's shares are
+    NB(1/min_batch_users, ·), so the certificate (which does not depend on n)
+    holds when a batch holds at least that many users who send them. n only
+    sets the estimate's standard error, √(2(n/m)α)/(1 − α) with all n users'
+    noise. δ is :func:`~shuffledp.accounting.correlated.correlated_delta` of the
+    task's (α, r, q) at ε, rounded up (``delta_lower``: the same sum rounded down).
+
+    Raises:
+        TaskError: If the task is not a correlated one.
+    """
+    noise = task.correlated_noise()
+    neighbours: Any = task.neighbours
+    m = task.min_batch_users
+    return CorrelatedCalibration(
+        method=task.calibration,
+        n=check_int(n, "n", minimum=m),
+        domain_size=task.domain_size,
+        epsilon=task.epsilon,
+        target_delta=task.delta,
+        neighbours=neighbours,
+        min_honest=m,
+        slack=task.slack,
+        noise=noise,
+        delta=correlated_delta(task.epsilon, noise, neighbours=neighbours),
+        delta_lower=correlated_delta(task.epsilon, noise, neighbours=neighbours, rounding="down"),
+        notes=(
+            f"min_honest = min_batch_users = {m}: every user's noise shares are NB(1/{m}, alpha) "
+            f"of (j, +1), NB(1/{m}, alpha) of (j, -1) and NB(r/{m}, q) of both, per bin",
+        ),
+    )
+
+
+def augmented_calibration(task: Task, n: int) -> AugmentedCalibration:
+    """The task's dummy law as a calibration for ``n`` users, certified at its ε.
+
+    δ is :func:`~shuffledp.accounting.augmented.augmented_delta` of the task's
+    law and β at ε (rounded up; it does not depend on n); ``delta_lower`` is
+    the same pair rounded down when a dataset attains it (as
+    :func:`~shuffledp.protocols.augmented.calibrate_augmented` states it).
+
+    Raises:
+        TaskError: If the task is not an augmented one.
+    """
+    law = task.dummy_law()
+    assert task.beta is not None and task.variant is not None
+    n = check_int(n, "n", minimum=1)
+    d, beta = task.domain_size, task.beta
+    attained = d >= 3 or n == 1 or beta == 1.0
+    return AugmentedCalibration(
+        n=n,
+        domain_size=d,
+        epsilon=task.epsilon,
+        target_delta=task.delta,
+        variant=task.variant,
+        beta=beta,
+        nu=task.nu,
+        q_left=task.q_left,
+        q_right=task.q_right,
+        trials=task.trials,
+        delta=augmented_delta(task.epsilon, law, beta),
+        delta_lower=(
+            augmented_delta(task.epsilon, law, beta, rounding="down") if attained else None
+        ),
+        noise_mean=law.mean,
+        noise_variance=law.variance,
+        per_bin_std=float(augmented_count_stderr(law.variance, beta, n / d)),
+        dlap_std=discrete_laplace_std(task.epsilon),
+        method=task.calibration,
+    )
 
 
 def build_protocol(task: Task, n: int) -> ShuffleProtocol:
@@ -419,6 +795,10 @@ def build_protocol(task: Task, n: int) -> ShuffleProtocol:
 
     Uses ``from_parameters`` with the task's q and k (FLIP) or ε₀ (k-RR); the
     result's privacy report is the certified δ at the task's ε for n users.
+    The correlated and augmented protocols are rebuilt from
+    :func:`correlated_calibration` and :func:`augmented_calibration` (their
+    certificates do not depend on n; an augmented protocol's estimate
+    subtracts the dummies of ONE batch, see :mod:`shuffledp.service.release`).
     """
     n = check_int(n, "n", minimum=1)
     if task.protocol == "flip":
@@ -430,6 +810,10 @@ def build_protocol(task: Task, n: int) -> ShuffleProtocol:
             domain=list(task.domain),
             epsilon=task.epsilon,
         )
+    if task.protocol == "correlated":
+        return CorrelatedProtocol(correlated_calibration(task, n), labels=task.domain)
+    if task.protocol == "augmented":
+        return AugmentedProtocol(augmented_calibration(task, n), labels=task.domain)
     assert task.epsilon0 is not None and task.estimator is not None
     return KRRProtocol.from_parameters(
         epsilon0=task.epsilon0,
@@ -440,11 +824,19 @@ def build_protocol(task: Task, n: int) -> ShuffleProtocol:
     )
 
 
-def build_randomizer(task: Task) -> FlipRandomizer | KRRRandomizer:
-    """Return the client-side randomizer of the task (no accounting needed)."""
+def build_randomizer(task: Task) -> Randomizer:
+    """Return the client-side randomizer of the task (no accounting needed).
+
+    Each has ``randomize(values, seed)`` returning the users' messages before
+    the shuffle; a correlated message's payload is 2·bin + (1 if its sign is −1).
+    """
     if task.protocol == "flip":
         assert task.q is not None and task.fake_users is not None
         return FlipRandomizer(task.domain_size, task.q, task.fake_users)
+    if task.protocol == "correlated":
+        return CorrelatedRandomizer(task.domain_size, task.correlated_noise(), task.min_batch_users)
+    if task.protocol == "augmented":
+        return PlainValueRandomizer(task.domain_size)
     assert task.epsilon0 is not None
     return KRRRandomizer(task.domain_size, task.epsilon0)
 

@@ -1,5 +1,8 @@
 """``shuffledp task create``: calibrate a protocol for a minimum batch and make the analyzer's key.
 
+``--protocol`` is ``flip``, ``krr``, ``correlated`` (``--slack``,
+``--neighbours``; ``min_honest`` is ``--min-batch-users``) or ``augmented``
+(``--variant``, ``--beta``, ``--nu``, ``--trials``; the shuffler adds the noise).
 Writes the public task document (``--out``), the analyzer's private key
 (``--key-out``, mode 0600, never overwritten), and optionally the bearer
 secret the shuffler uses to forward batches (``--forward-token-out``) and the
@@ -13,6 +16,7 @@ import argparse
 import secrets
 import sys
 from pathlib import Path
+from typing import Any
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.cli._common import checked, integer, number, writable
@@ -26,7 +30,12 @@ HELP = "create a task: calibrated parameters, domain, minimum batch, analyzer ke
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``task create``'s options."""
     parser.add_argument(
-        "--protocol", choices=("flip", "krr"), required=True, help="the protocol clients run"
+        "--protocol",
+        choices=("flip", "krr", "correlated", "augmented"),
+        required=True,
+        help="the protocol clients run (correlated: signed noise shares calibrated for "
+        "--min-batch-users honest users; augmented: one plain message per user, the shuffler "
+        "adds sealed dummies)",
     )
     domain = parser.add_argument_group("public domain (one of these is required)")
     source = domain.add_mutually_exclusive_group(required=True)
@@ -45,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         type=integer,
         help="n: the parameters are calibrated for n users and the shuffler forwards no "
-        "batch of fewer (the guarantee holds for every batch of at least n)",
+        "batch of fewer (the guarantee holds for every batch of at least n honest users; "
+        "correlated: min_honest, the users whose noise shares the guarantee counts on)",
     )
     privacy.add_argument(
         "--one-submission-per-client",
@@ -58,8 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--calibration",
         choices=("exact", "paper"),
         default="exact",
-        help="how q is chosen: our exact accountant (default) or the paper's formula; the "
-        "release reports the exact certificate either way",
+        help="how q (FLIP) or nu (augmented sageo) is chosen: our exact accountant (default) "
+        "or the paper's formula; the release reports the exact certificate either way",
     )
     krr = parser.add_argument_group("k-RR")
     krr.add_argument(
@@ -67,6 +77,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("inversion", "raw", "clip", "simplex"),
         default="inversion",
         help="the analyzer's k-RR estimator (default inversion: matrix inversion, unbiased)",
+    )
+    correlated = parser.add_argument_group("correlated")
+    correlated.add_argument(
+        "--slack",
+        type=number,
+        default=None,
+        help="per-bin standard deviation at most (1 + slack) times the central discrete "
+        "Laplace's, at min-batch-users users' noise (default 0.1)",
+    )
+    correlated.add_argument(
+        "--neighbours",
+        choices=("replacement", "add-remove"),
+        default=None,
+        help="replacement: one user's value changes (default); add-remove: one value "
+        "message present or absent",
+    )
+    augmented = parser.add_argument_group("augmented")
+    augmented.add_argument(
+        "--variant",
+        choices=("sageo", "s1geo", "sbin"),
+        default=None,
+        help="the shuffler's dummy law: sageo (default; at beta 1 the central discrete "
+        "Laplace), s1geo (pure epsilon-DP), sbin (binomial)",
+    )
+    augmented.add_argument(
+        "--beta",
+        type=number,
+        default=None,
+        help="probability that the shuffler keeps each message (default 1; sageo needs "
+        "beta >= 1 - e^(-epsilon/2); s1geo fixes it)",
+    )
+    augmented.add_argument(
+        "--nu", type=integer, default=None, help="sageo: a fixed shift nu to certify"
+    )
+    augmented.add_argument(
+        "--trials", type=integer, default=None, help="sbin: a fixed number M of trials to certify"
     )
     out = parser.add_argument_group("output")
     out.add_argument("--out", required=True, help="the task document (public JSON)")
@@ -95,6 +141,45 @@ def _new_path(path: str | None, flag: str) -> Path | None:
     return out
 
 
+def _protocol_options(args: argparse.Namespace, epsilon: float) -> dict[str, Any]:
+    """Check the correlated and augmented options against the protocol; name the flags."""
+    given = {
+        "correlated": [("--slack", args.slack), ("--neighbours", args.neighbours)],
+        "augmented": [
+            ("--variant", args.variant),
+            ("--beta", args.beta),
+            ("--nu", args.nu),
+            ("--trials", args.trials),
+        ],
+    }
+    for protocol, flags in given.items():
+        for flag, value in flags:
+            if value is not None and args.protocol != protocol:
+                raise InvalidParameterError(
+                    f"{flag} is an option of --protocol {protocol}, not {args.protocol}"
+                )
+    if args.protocol == "correlated":
+        if args.calibration != "exact":
+            raise InvalidParameterError(
+                "--calibration paper: the correlated protocol is calibrated by the exact "
+                "accountant only"
+            )
+        slack = None if args.slack is None else checked(check_epsilon, args.slack, "--slack")
+        return {"slack": slack, "neighbours": args.neighbours or "replacement"}
+    if args.protocol == "augmented":
+        from shuffledp.cli.run.augmented import augmented_options
+
+        args.variant = args.variant or "sageo"
+        options = augmented_options(args, epsilon)
+        return {
+            "variant": options.variant,
+            "beta": options.beta,
+            "nu": options.nu,
+            "trials": options.trials,
+        }
+    return {}
+
+
 def execute(args: argparse.Namespace) -> int:
     """Create the task and its secret files."""
     from shuffledp.service._extra import require_service_extra
@@ -108,6 +193,7 @@ def execute(args: argparse.Namespace) -> int:
     delta = checked(check_delta, args.delta, "--delta")
     n = checked(check_int, args.min_batch_users, "--min-batch-users", minimum=2)
     fake = None if args.fake_users is None else checked(check_int, args.fake_users, "--fake-users")
+    options = _protocol_options(args, epsilon)
     if args.one_submission_per_client and args.token_key_out is None:
         raise InvalidParameterError("--one-submission-per-client needs --token-key-out")
     task_path = writable(args.out, "--out")
@@ -132,6 +218,7 @@ def execute(args: argparse.Namespace) -> int:
         fake_users=fake,
         calibration=args.calibration,
         estimator=args.estimator,
+        **options,
     )
     assert key_path is not None
     save_private_key(key, key_path)
@@ -147,6 +234,12 @@ def execute(args: argparse.Namespace) -> int:
         f"{task.max_messages_per_submission} message(s) per submission",
         file=sys.stderr,
     )
+    if task.protocol == "augmented":
+        print(
+            f"the shuffler adds about {task.domain_size * task.dummy_law().mean:.1f} sealed "
+            f"dummies per batch (at most {task.max_dummies_per_batch()})",
+            file=sys.stderr,
+        )
     print(f"task digest (pin it in clients): {task.digest()}", file=sys.stderr)
     print(f"wrote {task_path} (public) and {key_path} (analyzer only, mode 600)", file=sys.stderr)
     return 0
