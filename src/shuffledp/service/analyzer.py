@@ -8,8 +8,8 @@ HTTP API (JSON):
   "stored"}``; a batch id already stored is a no-op with the same answer.
   Refusals: 401/403 (no or wrong bearer), 400 (malformed), 404 (other task),
   409 (the same messages already stored under another batch id), 413 (body too
-  large), 422 (fewer than ``min_batch_users`` users, or more messages than
-  that many users can send).
+  large), 422 (fewer than ``min_batch_users`` users, or a number of messages
+  that many users cannot send).
 * ``GET /v1/estimate``: the release (:mod:`~shuffledp.service.release`), 409
   while no batch is aggregated.
 * ``GET /v1/task``, ``GET /v1/health``, ``GET /v1/metrics``.
@@ -27,9 +27,17 @@ analyzer checks that it is between ``min_batch_users`` and the most users a
 shuffler that follows the protocol puts in one batch (``max_batch_users``: it
 cuts a batch as soon as ``min_batch_users`` wait, so a batch holds at most
 ``min_batch_users`` − 1 plus one request's submissions, 1000 by default), that
-the messages are not more than that many users can send, and for k-RR (one
-message per user) that they are exactly as many. Bodies larger than such a
-batch can be are refused on their Content-Length, or as soon as they pass it.
+the messages are as many as that many users can send (:func:`batch_message_bounds`:
+for k-RR exactly one each; for the correlated protocol at least one and at
+most ``max_messages_per_submission`` each; for the augmented protocol at most
+one each plus the shuffler's dummies, and at least one each when β = 1).
+Bodies larger than such a batch can be are refused on their Content-Length,
+or as soon as they pass it.
+
+Messages. A message carries an index below the task's
+:attr:`~shuffledp.service.task.Task.message_domain_size`: a bin, or for the
+correlated protocol 2·bin + (1 if its sign is −1); the stored counts are per
+index, and the release turns them into the protocol's statistic.
 """
 
 from __future__ import annotations
@@ -77,6 +85,7 @@ from shuffledp.service.wire import CIPHERTEXT_LENGTH, MessageOpener, WireError, 
 __all__ = [
     "Aggregator",
     "batch_body_bytes",
+    "batch_message_bounds",
     "create_analyzer_app",
     "default_max_batch_users",
     "parse_batch",
@@ -99,13 +108,28 @@ def default_max_batch_users(task: Task) -> int:
     return min(MAX_BATCH_USERS, task.min_batch_users - 1 + DEFAULT_MAX_SUBMISSIONS_PER_REQUEST)
 
 
+def batch_message_bounds(task: Task, n_users: int) -> tuple[int, int]:
+    """The fewest and the most messages a batch of ``n_users`` submissions can hold.
+
+    Every submission the shuffler admits holds 0 (FLIP) or 1 (the others) to
+    ``max_messages_per_submission`` ciphertexts; an augmented shuffler keeps
+    each with probability β and adds at most
+    :meth:`~shuffledp.service.task.Task.max_dummies_per_batch` dummies (a
+    bound exceeded with probability 1e-30: such a batch would be refused).
+    """
+    most = n_users * task.max_messages_per_submission + task.max_dummies_per_batch()
+    if task.protocol == "flip" or (task.protocol == "augmented" and task.beta != 1.0):
+        return 0, most
+    return n_users, most
+
+
 def batch_body_bytes(task: Task, n_users: int) -> int:
     """The largest request body of a batch of ``n_users`` users that follow the protocol.
 
-    Every user at ``max_messages_per_submission`` ciphertexts, base64-encoded,
-    plus the document's other fields.
+    The most messages :func:`batch_message_bounds` admits, base64-encoded, plus
+    the document's other fields.
     """
-    payload = n_users * task.max_messages_per_submission * CIPHERTEXT_LENGTH
+    payload = batch_message_bounds(task, n_users)[1] * CIPHERTEXT_LENGTH
     return 4 * math.ceil(payload / 3) + _BATCH_JSON_OVERHEAD
 
 
@@ -161,9 +185,8 @@ def parse_batch(data: Any, task: Task, *, max_batch_users: int | None = None) ->
             "invalid_batch",
             f"payload must hold n_messages {CIPHERTEXT_LENGTH}-byte ciphertexts",
         )
-    if n_messages > n_users * task.max_messages_per_submission or (
-        task.protocol == "krr" and n_messages != n_users
-    ):
+    fewest, most = batch_message_bounds(task, n_users)
+    if not fewest <= n_messages <= most:
         raise RejectedError(
             422, "implausible_batch", f"{n_messages} messages cannot come from {n_users} users"
         )
@@ -194,7 +217,7 @@ class Aggregator(BackgroundWorker):
         idle_seconds: float = 5.0,
     ) -> None:
         self.task = task
-        self.opener = MessageOpener(private_key, task.task_id, task.domain_size)
+        self.opener = MessageOpener(private_key, task.task_id, task.message_domain_size)
         self.store = store
         super().__init__("analyzer-aggregator", idle_seconds=idle_seconds, join_seconds=120)
 
@@ -204,7 +227,8 @@ class Aggregator(BackgroundWorker):
     def aggregate(self, batch: ReceivedBatch) -> Aggregation:
         """Decrypt and count one batch (no side effect)."""
         opened = self.opener.open_payload(batch.payload)
-        counts = np.bincount(opened.indices, minlength=self.task.domain_size).astype(np.int64)
+        size = self.task.message_domain_size
+        counts = np.bincount(opened.indices, minlength=size).astype(np.int64)
         return Aggregation(batch.batch_id, counts, opened.undecryptable, opened.undecodable)
 
     def step(self) -> bool:

@@ -1,9 +1,12 @@
 """The client: randomize one user's value, seal every message, post to the shuffler.
 
 :meth:`Client.submit` is what one user's device runs: the task's randomizer
-for ONE user (for FLIP this includes that user's fake users' messages), every
-message sealed separately to the analyzer (:class:`~shuffledp.service.wire.MessageSealer`),
-all posted in one request with a random 128-bit ``submission_id``.
+for ONE user (for FLIP this includes that user's fake users' messages; for the
+correlated protocol its value message (x, +1) and its noise shares, a number
+of (j, ±1) messages that does not depend on the value; for the augmented
+protocol the value alone), every message sealed separately to the analyzer
+(:class:`~shuffledp.service.wire.MessageSealer`), all posted in one request
+with a random 128-bit ``submission_id``.
 
 Retries. A connection error, a timeout, HTTP 429 or a 5xx is retried with
 exponential backoff and jitter, with the SAME submission id and ciphertexts:
@@ -154,7 +157,7 @@ class Client:
         self._rng = make_rng(seed)
         self._randomizer = build_randomizer(task)
         self._sealer = MessageSealer(
-            public_key_from_b64(task.public_key), task.task_id, task.domain_size
+            public_key_from_b64(task.public_key), task.task_id, task.message_domain_size
         )
         self._own_http = http is None
         self._http = http if http is not None else httpx.Client(timeout=timeout)
@@ -175,7 +178,9 @@ class Client:
 
         Raises:
             DataError: If the value is not in the domain, or (with probability
-                below 1e-30) the randomizer drew more messages than the task allows.
+                below 1e-30) the randomizer drew more messages than the task's
+                ``max_messages_per_submission``: such a user does not submit (a
+                dropout, whose probability does not depend on its value).
         """
         index = self.task.index_of(value)
         batch = self._randomizer.randomize(np.array([index], dtype=np.int64), self._rng)

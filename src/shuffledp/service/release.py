@@ -1,8 +1,12 @@
-"""What the analyzer publishes: the same JSON as ``shuffledp run flip|krr``.
+"""What the analyzer publishes: the same JSON as ``shuffledp run PROTOCOL``.
 
 The estimate is computed over every aggregated batch: the protocol is rebuilt
 for N = all their users (:func:`~shuffledp.service.task.build_protocol`) and
-its estimator applied to the summed counts.
+its estimator applied to the summed counts. The augmented protocol's shuffler
+adds dummies to each of the B batches, so its estimate subtracts B·E[z] per
+bin (and divides by β), with variance B·Var z + β(1 − β)h_j over β²; the
+correlated protocol's statistic is (N⁺_j, N⁻_j), the counts of the messages
+2j and 2j + 1, and its estimate N⁺_j − N⁻_j.
 
 The privacy report is certified for n = ``min_batch_users`` users, whatever
 the batches' sizes. Every user is in exactly one batch and the other batches
@@ -17,6 +21,10 @@ adversary: post-processing), so the δ certified at n covers it; the δ at m
 would not (with k-RR over 3 values, ε₀ calibrated for (1, 10⁻⁶) at n = 1000
 and m = 2000, δ(m) ≤ 4.86·10⁻¹¹ while 1000 honest users alone have δ ≥ 9.87·10⁻⁷, a
 lower bound; ``tests/service/test_service_release.py`` recomputes both).
+For the correlated protocol the n honest users are those whose noise shares
+add up to the certified noise (``min_honest`` = ``min_batch_users``); for the
+augmented protocol the certificate does not depend on n at all (the
+shuffler's dummies carry it), and the report states its trust model instead.
 """
 
 from __future__ import annotations
@@ -24,20 +32,88 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from shuffledp._validation import ShuffleDPError
+from shuffledp.analyzers.augmented import AugmentedAnalyzer
 from shuffledp.cli.run._shared import ReleaseContext, run_to_dict
+from shuffledp.cli.run.augmented import augmented_run_to_dict
+from shuffledp.cli.run.correlated import correlated_run_to_dict
 from shuffledp.cli.run.flip import flip_run_to_dict
+from shuffledp.protocols.augmented import AugmentedProtocol
 from shuffledp.protocols.base import ProtocolRun
 from shuffledp.protocols.flip import FlipProtocol
 from shuffledp.protocols.krr import KRRProtocol
 from shuffledp.service.store import AggregateTotals, AnalyzerStore
-from shuffledp.service.task import Task, build_protocol
+from shuffledp.service.task import (
+    Task,
+    augmented_calibration,
+    build_protocol,
+    correlated_calibration,
+)
 
 __all__ = ["NothingToPublishError", "build_release", "publish"]
 
 
 class NothingToPublishError(ShuffleDPError):
     """No batch has been aggregated: there is nothing a guarantee covers yet."""
+
+
+def _batch_assumption(task: Task, smallest: int) -> str:
+    """What the guarantee assumes about the users in each batch, by protocol."""
+    m = task.min_batch_users
+    if task.protocol == "augmented":
+        return (
+            f"the guarantee does not depend on how many users a batch holds (the smallest "
+            f"holds {smallest} submissions; the shuffler cuts none below {m}, "
+            "min_batch_users): it rests on the dummies the shuffler draws afresh for every "
+            "batch, so submissions an adversary makes itself do not weaken it"
+        )
+    if task.protocol == "correlated":
+        return (
+            f"each batch holds at least {m} users who follow the protocol and send all their "
+            f"noise shares (min_batch_users, the calibration's min_honest): each user's shares "
+            f"are NB(1/{m}, .) per bin and message kind, so {m} such users' shares add up to "
+            f"the noise the guarantee is certified for, and the guarantee is certified for "
+            f"exactly {m} such users; a batch's size counts every submission (the smallest "
+            f"batch holds {smallest}), and submissions an adversary makes itself, or users "
+            "who collude with the analyzer, count towards it but their noise shares protect "
+            "nobody; with fewer than that many honest users in a batch the guarantee does not "
+            "hold; honest users beyond the minimum only add noise (post-processing)"
+        )
+    return (
+        f"each batch holds at least {m} users who follow the protocol "
+        f"(min_batch_users), and the guarantee is certified for exactly {m} "
+        f"such users: a batch's size counts every submission (the smallest batch holds "
+        f"{smallest}), and submissions an adversary makes itself count towards it but hide "
+        "nobody; honest users beyond the minimum only add privacy (their reports could be "
+        "handed to the adversary: post-processing)"
+    )
+
+
+def _shuffler_assumption(task: Task) -> str:
+    """What the guarantee assumes of the shuffler, by protocol."""
+    if task.protocol == "augmented":
+        return (
+            "the shuffler draws each batch's dummies (and keeps each message with probability "
+            "beta) with the operating system's cryptographic generator, seals every dummy to "
+            "the analyzer's key exactly as the clients seal their messages, shuffles them "
+            "with the real messages, records nothing that tells them apart, and does not "
+            "reveal who sent which message or in which order"
+        )
+    if task.protocol == "correlated":
+        return (
+            "the shuffler is trusted: it does not reveal who sent which message, in which "
+            "order or how many messages each submission held (a correlated submission's "
+            "message count tells how much noise its user drew: not its value, but together "
+            "with the released counts it is not covered by the guarantee), and it does not "
+            "collude with the analyzer (who could then take each user's value message apart "
+            "from its noise shares)"
+        )
+    return (
+        "the shuffler is trusted: it does not reveal who sent which message, in which order "
+        "or how many messages each submission held, and it does not collude with the analyzer"
+    )
 
 
 def _context(task: Task, totals: AggregateTotals, smallest: int) -> ReleaseContext:
@@ -55,14 +131,8 @@ def _context(task: Task, totals: AggregateTotals, smallest: int) -> ReleaseConte
         one_each,
         "every user is in exactly one batch and its guarantee is that of its batch "
         "(the other batches do not depend on its value)",
-        f"each batch holds at least {task.min_batch_users} users who follow the protocol "
-        f"(min_batch_users), and the guarantee is certified for exactly {task.min_batch_users} "
-        f"such users: a batch's size counts every submission (the smallest batch holds "
-        f"{smallest}), and submissions an adversary makes itself count towards it but hide "
-        "nobody; honest users beyond the minimum only add privacy (their reports could be "
-        "handed to the adversary: post-processing)",
-        "the shuffler is trusted: it does not reveal who sent which message, in which order "
-        "or how many messages each submission held, and it does not collude with the analyzer",
+        _batch_assumption(task, smallest),
+        _shuffler_assumption(task),
     )
     notes = (
         f"parameters calibrated for batches of at least {task.min_batch_users} users "
@@ -76,6 +146,54 @@ def _context(task: Task, totals: AggregateTotals, smallest: int) -> ReleaseConte
     )
 
 
+def _correlated_release(
+    task: Task, totals: AggregateTotals, context: ReleaseContext
+) -> dict[str, Any]:
+    """N⁺_j − N⁻_j over all batches; certified at min_batch_users users' noise."""
+    d = task.domain_size
+    statistic = np.asarray(totals.counts, dtype=np.int64).reshape(d, 2).T.copy()
+    at_total = build_protocol(task, totals.n_users)
+    estimate = at_total.estimate(statistic, list(task.domain))
+    certified = correlated_calibration(task, task.min_batch_users)
+    # The calibration's own assumption speaks of "m of the n users"; the service's
+    # (each batch holds min_batch_users users who send their shares) replaces it.
+    report = replace(certified.privacy_report(), assumptions=())
+    run = ProtocolRun("correlated", estimate, report, "message", totals.n_messages, statistic)
+    return correlated_run_to_dict(run, correlated_calibration(task, totals.n_users), context)
+
+
+def _augmented_release(
+    task: Task, totals: AggregateTotals, context: ReleaseContext
+) -> dict[str, Any]:
+    """(c_j − B·E[z])/β over B batches; the certificate and trust model of the dummy law."""
+    certified = augmented_calibration(task, task.min_batch_users)
+    batches = totals.n_batches
+    analyzer = AugmentedAnalyzer(
+        totals.n_users,
+        task.domain_size,
+        certified.beta,
+        batches * certified.noise_mean,
+        batches * certified.noise_variance,
+    )
+    estimate = analyzer.estimate(totals.counts, list(task.domain))
+    run = ProtocolRun(
+        "augmented",
+        estimate,
+        certified.privacy_report(),
+        "message",
+        totals.n_messages,
+        totals.counts,
+    )
+    parameters = AugmentedProtocol(certified, labels=task.domain).parameters()
+    result = augmented_run_to_dict(run, certified, parameters, context)
+    result["notes"].append(
+        f"the shuffler added dummies to each of the {batches} batch(es): the estimate "
+        f"subtracts {batches} x E[z] = {batches * certified.noise_mean:.6g} from every bin's "
+        f"count and divides by beta = {certified.beta:.6g}"
+    )
+    return result
+
+
 def build_release(task: Task, totals: AggregateTotals) -> dict[str, Any]:
     """Return the release for the aggregated totals, in ``shuffledp run``'s JSON shape.
 
@@ -87,12 +205,31 @@ def build_release(task: Task, totals: AggregateTotals) -> dict[str, Any]:
             "no batch has been aggregated yet: nothing is published until a batch of at "
             f"least {task.min_batch_users} users has arrived"
         )
+    context = _context(task, totals, totals.smallest_batch_users)
+    if task.protocol == "correlated":
+        result = _correlated_release(task, totals, context)
+    elif task.protocol == "augmented":
+        result = _augmented_release(task, totals, context)
+    else:
+        result = _local_randomizer_release(task, totals, context)
+    result["service"] = {
+        "task_id": task.task_id,
+        "min_batch_users": task.min_batch_users,
+        "batches": totals.n_batches,
+        "smallest_batch_users": totals.smallest_batch_users,
+    }
+    return result
+
+
+def _local_randomizer_release(
+    task: Task, totals: AggregateTotals, context: ReleaseContext
+) -> dict[str, Any]:
+    """FLIP and k-RR: the estimator at N users, the certificate at min_batch_users."""
     labels = list(task.domain)
     at_total = build_protocol(task, totals.n_users)
     estimate = at_total.estimate(totals.counts, labels)
     # Certified at the honest users the task promises, not at the batch's submissions.
     certified = build_protocol(task, task.min_batch_users)
-    context = _context(task, totals, totals.smallest_batch_users)
     if isinstance(certified, FlipProtocol):
         flip_cal = replace(certified.calibration, method=task.calibration, target_delta=task.delta)
         run = ProtocolRun(
@@ -103,34 +240,26 @@ def build_release(task: Task, totals: AggregateTotals) -> dict[str, Any]:
             totals.n_messages,
             totals.counts,
         )
-        result = flip_run_to_dict(run, flip_cal, context)
-    else:
-        assert isinstance(certified, KRRProtocol)
-        krr_cal = replace(certified.calibration, method=task.calibration, target_delta=task.delta)
-        run = ProtocolRun(
-            "krr",
-            estimate,
-            krr_cal.privacy_report(),
-            "message",
-            totals.n_messages,
-            totals.counts,
-        )
-        result = run_to_dict(
-            run,
-            context,
-            target_delta=task.delta,
-            calibration=krr_cal.method,
-            parameters={**at_total.parameters(), "calibration": task.calibration},
-            notes=krr_cal.notes,
-            local_epsilon=krr_cal.epsilon0,
-        )
-    result["service"] = {
-        "task_id": task.task_id,
-        "min_batch_users": task.min_batch_users,
-        "batches": totals.n_batches,
-        "smallest_batch_users": totals.smallest_batch_users,
-    }
-    return result
+        return flip_run_to_dict(run, flip_cal, context)
+    assert isinstance(certified, KRRProtocol)
+    krr_cal = replace(certified.calibration, method=task.calibration, target_delta=task.delta)
+    run = ProtocolRun(
+        "krr",
+        estimate,
+        krr_cal.privacy_report(),
+        "message",
+        totals.n_messages,
+        totals.counts,
+    )
+    return run_to_dict(
+        run,
+        context,
+        target_delta=task.delta,
+        calibration=krr_cal.method,
+        parameters={**at_total.parameters(), "calibration": task.calibration},
+        notes=krr_cal.notes,
+        local_epsilon=krr_cal.epsilon0,
+    )
 
 
 def publish(task: Task, store: AnalyzerStore) -> dict[str, Any]:
@@ -139,4 +268,4 @@ def publish(task: Task, store: AnalyzerStore) -> dict[str, Any]:
     Raises:
         NothingToPublishError: If no batch has been aggregated.
     """
-    return build_release(task, store.totals(task.domain_size))
+    return build_release(task, store.totals(task.message_domain_size))

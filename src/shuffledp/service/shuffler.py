@@ -24,16 +24,23 @@ and marks a batch sent only after the analyzer's 2xx, so after a crash unsent
 batches are sent again (the analyzer treats a known batch id as a no-op).
 Below the minimum nothing leaves the shuffler.
 
+Augmented tasks. For a task whose protocol is ``augmented`` the permutation
+is :class:`~shuffledp.service.augment.DummyAugmenter`: the same transaction
+keeps each real message with probability β, adds the task's dummies sealed
+to the analyzer's key and permutes them all together (:func:`batch_permutation`).
+
 What the shuffler learns. It holds no key: ciphertexts are sealed to the
 analyzer. It does see when each submission arrives and how many ciphertexts
-it carries. For k-RR that is always one. For FLIP the count is
-Ber(1 − q) + Bin(d − 1, q) + Bin(kd, q), whose law does not depend on the
-value, but it is per-user side information that the shuffle-model
+it carries. For k-RR and the augmented protocol that is always one. For FLIP
+the count is Ber(1 − q) + Bin(d − 1, q) + Bin(kd, q), for the correlated
+protocol 1 + NB(2d/m, α) + 2·NB(d·r/m, q) (its noise shares): laws that do not
+depend on the value, but per-user side information that the shuffle-model
 certificate (which assumes the adversary sees only the shuffled multiset)
-does not cover: the shuffler must keep it to itself, and a network observer
-sees it in the request size (TLS hides content, not length). Protocols whose
-message count depends on the data (the segmented protocol) will need padding
-with dummy messages.
+does not cover (a correlated submission's count tells how much noise its user
+drew): the shuffler must keep it to itself, and a network observer sees it in
+the request size (TLS hides content, not length). Protocols whose message
+count depends on the data (the segmented protocol) will need padding with
+dummy messages.
 """
 
 from __future__ import annotations
@@ -96,6 +103,7 @@ __all__ = [
     "ShufflerMetrics",
     "SubmitsWithoutBlocking",
     "batch_document",
+    "batch_permutation",
     "create_shuffler_app",
     "parse_submissions",
     "permute_messages",
@@ -126,6 +134,20 @@ def permute_messages(payload: bytes) -> bytes:
     """
     rows = np.frombuffer(payload, dtype=np.uint8).reshape(-1, CIPHERTEXT_LENGTH)
     return rows[secure_permutation(rows.shape[0])].tobytes()
+
+
+def batch_permutation(task: Task) -> Callable[[bytes], bytes]:
+    """What the store applies to a batch's ciphertexts when it cuts it.
+
+    :func:`permute_messages` for FLIP, k-RR and the correlated protocol; for the
+    augmented protocol a :class:`~shuffledp.service.augment.DummyAugmenter`
+    (β-sampling, the dummies sealed to the analyzer, then the permutation).
+    """
+    if task.protocol == "augmented":
+        from shuffledp.service.augment import DummyAugmenter
+
+        return DummyAugmenter(task)
+    return permute_messages
 
 
 @runtime_checkable
@@ -200,7 +222,7 @@ def parse_submissions(
         raise RejectedError(
             413, "too_many_submissions", f"at most {max_submissions} submissions per request"
         )
-    low = 1 if task.protocol == "krr" else 0
+    low = 0 if task.protocol == "flip" else 1  # a FLIP user may send nothing, others their value
     high = task.max_messages_per_submission
     needs_token = task.one_submission_per_client
     if not needs_token:
@@ -321,6 +343,8 @@ class Dispatcher(BackgroundWorker):
         forward_token: Bearer secret the analyzer expects.
         metrics: Where to count batches cut and forwarded.
         idle_seconds: How often to look for work when nobody wakes the thread.
+        permute: What a cut applies to the batch's ciphertexts (default
+            :func:`batch_permutation` of the task).
     """
 
     def __init__(
@@ -332,9 +356,11 @@ class Dispatcher(BackgroundWorker):
         metrics: ShufflerMetrics,
         *,
         idle_seconds: float = 5.0,
+        permute: Callable[[bytes], bytes] | None = None,
     ) -> None:
         self.task = task
         self.store = store
+        self.permute = batch_permutation(task) if permute is None else permute
         self.url = None if forward_url is None else forward_url.rstrip("/") + "/v1/batches"
         self.headers = {} if forward_token is None else {"Authorization": f"Bearer {forward_token}"}
         self.metrics = metrics
@@ -356,7 +382,7 @@ class Dispatcher(BackgroundWorker):
         Returns:
             True if nothing is left to send.
         """
-        batch = self.store.cut_batch(self.task.min_batch_users, permute_messages)
+        batch = self.store.cut_batch(self.task.min_batch_users, self.permute)
         if batch is not None:
             self.metrics.add("batches_cut")
             _log.info("cut batch %s: %d users", batch.batch_id, batch.n_users)
@@ -426,7 +452,8 @@ def create_shuffler_app(
             "the task admits one submission per client: give the token key (--token-key-file)"
         )
     metrics = ShufflerMetrics()
-    dispatcher = Dispatcher(task, store, forward_url, forward_token, metrics)
+    permute = batch_permutation(task)
+    dispatcher = Dispatcher(task, store, forward_url, forward_token, metrics, permute=permute)
     task_json = task.to_dict()
 
     nonblocking = store if isinstance(store, SubmitsWithoutBlocking) else None
@@ -438,9 +465,7 @@ def create_shuffler_app(
 
     def parse_and_submit(body: bytes) -> tuple[list[NewSubmission], SubmitOutcome]:
         subs = parse(body)
-        return subs, store.submit(
-            subs, min_batch_users=task.min_batch_users, permute=permute_messages
-        )
+        return subs, store.submit(subs, min_batch_users=task.min_batch_users, permute=permute)
 
     async def ingest(body: bytes) -> tuple[list[NewSubmission], SubmitOutcome]:
         """Check and store a request's submissions; return once they are durable."""
@@ -452,7 +477,7 @@ def create_shuffler_app(
             parse(body) if len(body) <= INLINE_PARSE_BYTES else await run_in_threadpool(parse, body)
         )
         future = nonblocking.submit_future(
-            subs, min_batch_users=task.min_batch_users, permute=permute_messages
+            subs, min_batch_users=task.min_batch_users, permute=permute
         )
         return subs, await asyncio.wrap_future(future)
 

@@ -73,14 +73,17 @@ def new_outbox_batch(messages: Sequence[bytes], permute: Callable[[bytes], bytes
     Args:
         messages: Each waiting submission's ciphertexts, concatenated (one item per user).
         permute: One uniformly random permutation of fixed-length ciphertexts (the
-            shuffler passes :func:`~shuffledp.service.shuffler.permute_messages`).
+            shuffler passes :func:`~shuffledp.service.shuffler.permute_messages`, or
+            for an augmented task a :class:`~shuffledp.service.augment.DummyAugmenter`,
+            which also samples the messages and adds dummies: ``n_messages``
+            counts what it returns).
     """
-    joined = b"".join(messages)
+    payload = permute(b"".join(messages))
     return OutboxBatch(
         batch_id=new_id(),
-        payload=permute(joined),
+        payload=payload,
         n_users=len(messages),
-        n_messages=len(joined) // CIPHERTEXT_LENGTH,
+        n_messages=len(payload) // CIPHERTEXT_LENGTH,
     )
 
 

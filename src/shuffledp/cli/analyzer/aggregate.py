@@ -20,7 +20,7 @@ import sys
 import time
 
 from shuffledp.cli._common import writable, write_atomically
-from shuffledp.cli.analyzer.publish import RELEASE_FILE_MODE
+from shuffledp.cli.analyzer.publish import RELEASE_FILE_MODE, check_backend_protocol
 
 NAME = "aggregate"
 HELP = "decrypt and count exported batches on a backend (local or Spark), write the release"
@@ -67,6 +67,7 @@ def execute(args: argparse.Namespace) -> int:
 
     output = writable(args.output, "--output")
     task = load_task(args.task)
+    check_backend_protocol(task.protocol, "aggregate")
     key = load_private_key(args.key, task).private_bytes_raw()
     dataset = open_dataset(args.input)
     check_dataset(task, dataset)  # refuse before a Spark session starts

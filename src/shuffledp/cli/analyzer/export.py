@@ -16,6 +16,7 @@ import sys
 
 from shuffledp._validation import check_int
 from shuffledp.cli._common import checked, integer
+from shuffledp.cli.analyzer.publish import check_backend_protocol
 
 NAME = "export"
 HELP = "write the stored batches as Parquet files for `analyzer aggregate`"
@@ -58,6 +59,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.rows_per_file is not None:
         rows = checked(check_int, args.rows_per_file, "--rows-per-file", minimum=1)
     task = load_task(args.task)
+    check_backend_protocol(task.protocol, "export")
     store = open_analyzer_store(args.store, task.task_id, read_only=True)
     try:
         dataset = export_analyzer_store(task, store, args.output, rows_per_file=rows)

@@ -1,6 +1,6 @@
 """``shuffledp analyzer publish``: the estimate over every aggregated batch, from the store.
 
-The JSON has the shape of ``shuffledp run flip|krr`` plus a ``service``
+The JSON has the shape of ``shuffledp run PROTOCOL`` plus a ``service``
 section; see :mod:`shuffledp.service.release`. It can run while the analyzer
 serves (it only reads).
 """
@@ -11,10 +11,31 @@ import argparse
 import json
 import sys
 
+from shuffledp._validation import InvalidParameterError
 from shuffledp.cli._common import writable, write_atomically
 
 #: Mode of a release file: public, readable by everyone.
 RELEASE_FILE_MODE = 0o644
+#: Protocols whose stored batches ``analyzer export`` and ``analyzer aggregate`` handle.
+BACKEND_PROTOCOLS = ("flip", "krr")
+
+
+def check_backend_protocol(protocol: str, action: str) -> None:
+    """Refuse a task whose messages the backends do not count (``analyzer export|aggregate``).
+
+    A correlated message is a (bin, sign) pair and an augmented batch holds the
+    shuffler's dummies: the dataset layout and the backends' checks know
+    neither; such tasks are published by the analyzer service or ``analyzer publish``.
+
+    Raises:
+        InvalidParameterError: If ``protocol`` is not in :data:`BACKEND_PROTOCOLS`.
+    """
+    if protocol not in BACKEND_PROTOCOLS:
+        raise InvalidParameterError(
+            f"analyzer {action} handles flip and krr tasks, not {protocol}: publish a "
+            f"{protocol} task from the analyzer's store (analyzer publish, or GET /v1/estimate)"
+        )
+
 
 NAME = "publish"
 HELP = "write the estimate and its privacy report from the analyzer's store"
@@ -44,7 +65,7 @@ def execute(args: argparse.Namespace) -> int:
     task = load_task(args.task)
     store = open_analyzer_store(args.store, task.task_id, read_only=True)
     try:
-        totals = store.totals(task.domain_size)
+        totals = store.totals(task.message_domain_size)
     finally:
         store.close()
     result = build_release(task, totals)
