@@ -107,6 +107,17 @@ class Deployment:
             service.stop()
 
 
+def stored_payloads(deployment: Deployment) -> list[bytes]:
+    """Every batch's payload as the analyzer stored it (permuted ciphertexts)."""
+    from shuffledp.service.store import open_analyzer_store
+
+    store = open_analyzer_store(deployment.analyzer_store, deployment.task.task_id, read_only=True)
+    try:
+        return [store.load_batch(b).payload for b in store.batch_ids()]
+    finally:
+        store.close()
+
+
 def expected_counts(submissions: list[Submission], d: int = len(DOMAIN)) -> np.ndarray:
     messages = [s.messages for s in submissions]
     joined = np.concatenate(messages) if messages else np.empty(0, dtype=np.int64)
@@ -114,23 +125,28 @@ def expected_counts(submissions: list[Submission], d: int = len(DOMAIN)) -> np.n
 
 
 def stored_counts(deployment: Deployment) -> np.ndarray:
-    """The analyzer's aggregated statistic, read from its store (SQLite file or database)."""
+    """The analyzer's aggregated counts per message index, read from its store."""
     from shuffledp.service.store import open_analyzer_store
 
     store = open_analyzer_store(deployment.analyzer_store, deployment.task.task_id, read_only=True)
     try:
-        return store.totals(deployment.task.domain_size).counts
+        return store.totals(deployment.task.message_domain_size).counts
     finally:
         store.close()
 
 
 def _task(
-    protocol: str, min_batch_users: int, one_each: bool, domain: list[str] = DOMAIN
+    protocol: str,
+    min_batch_users: int,
+    one_each: bool,
+    domain: list[str] = DOMAIN,
+    options: dict[str, Any] | None = None,
 ) -> tuple[Task, Any]:
     """A fresh task (new id and key) with the calibration of a cached one."""
-    cache_key = (protocol, min_batch_users, tuple(domain))
+    options = options or {}
+    cache_key = (protocol, min_batch_users, tuple(domain), tuple(sorted(options.items())))
     if cache_key not in _TASKS:
-        _TASKS[cache_key] = create_task(protocol, domain, 1.0, 1e-6, min_batch_users)
+        _TASKS[cache_key] = create_task(protocol, domain, 1.0, 1e-6, min_batch_users, **options)
     template, _ = _TASKS[cache_key]
     from dataclasses import replace
 
@@ -163,16 +179,21 @@ def make_deployment(
     shuffler_store: str | None = None,
     analyzer_store: str | None = None,
     domain: list[str] = DOMAIN,
+    task_options: dict[str, Any] | None = None,
+    forward_url: str | None = None,
 ) -> Deployment:
     """Create a task's files in ``workdir`` and (by default) start both services.
 
     The stores are SQLite files in ``workdir`` unless ``shuffler_store`` /
-    ``analyzer_store`` give other store URLs (``postgresql://…``).
+    ``analyzer_store`` give other store URLs (``postgresql://…``);
+    ``task_options`` go to :func:`create_task` (e.g. an augmented ``variant``);
+    ``forward_url`` makes the shuffler forward somewhere else than the analyzer
+    (a recording proxy in front of it).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     shuffler_store = shuffler_store or f"sqlite:///{workdir / 'shuffler.db'}"
     analyzer_store = analyzer_store or f"sqlite:///{workdir / 'analyzer.db'}"
-    task, key = _task(protocol, min_batch_users, one_submission_per_client, domain)
+    task, key = _task(protocol, min_batch_users, one_submission_per_client, domain, task_options)
     save_task(task, workdir / "task.json")
     save_private_key(key, workdir / "analyzer.key")
     forward_token = f"forward-secret-{task.task_id}"
@@ -203,7 +224,12 @@ def make_deployment(
     )  # fmt: skip
     shuffler = ServiceProcess(
         "shuffler",
-        [*base_args, *(shuffler_args or []), "--forward", f"http://127.0.0.1:{analyzer_port}"],
+        [
+            *base_args,
+            *(shuffler_args or []),
+            "--forward",
+            forward_url or f"http://127.0.0.1:{analyzer_port}",
+        ],
         workdir,
         env=shuffler_env,
         port=free_port(),

@@ -28,8 +28,9 @@ def _secret_forms(key: X25519PrivateKey) -> list[bytes]:
     return [raw, base64.b64encode(raw), raw.hex().encode(), base64.urlsafe_b64encode(raw)]
 
 
-def test_the_shuffler_cannot_read_a_report(deploy):
-    dep = deploy("krr", min_batch_users=100)
+@pytest.mark.parametrize("protocol", ["krr", "correlated", "augmented"])
+def test_the_shuffler_cannot_read_a_report(deploy, protocol):
+    dep = deploy(protocol, min_batch_users=100)
     subs = dep.client().submit_many([DOMAIN[i % 5] for i in range(60)], per_request=20)
     assert dep.shuffler_metrics()["users_waiting"] == 60
 
@@ -66,8 +67,8 @@ def test_the_shuffler_cannot_read_a_report(deploy):
     with pytest.raises(TypeError):
         suite.decrypt(ciphertext, None, info=info)
     # (the analyzer's key does decrypt it)
-    opener = MessageOpener(dep.key, dep.task.task_id, dep.task.domain_size)
-    assert 0 <= opener.open(ciphertext) < len(DOMAIN)
+    opener = MessageOpener(dep.key, dep.task.task_id, dep.task.message_domain_size)
+    assert 0 <= opener.open(ciphertext) < dep.task.message_domain_size
 
 
 def test_the_analyzer_gets_no_client_id_token_address_or_order(deploy):

@@ -19,6 +19,7 @@ from _deploy import (
 )
 
 from shuffledp.cli import main
+from shuffledp.schemas import validate
 from shuffledp.service.shuffler import SUBMISSIONS_FORMAT
 
 pytestmark = pytest.mark.slow
@@ -81,6 +82,31 @@ def test_end_to_end_and_publish(pg_deploy, tmp_path, capsys):
     assert code == 2 and captured.out == ""
     assert len(captured.err.strip().splitlines()) == 1
     assert "belongs to the shuffler" in captured.err and "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize("protocol", ["correlated", "augmented"])
+def test_correlated_and_augmented_end_to_end(pg_deploy, protocol):
+    """The two protocols whose batches differ most: many messages per user, or dummies."""
+    dep = pg_deploy(protocol, min_batch_users=100)
+    subs = dep.client(seed=6).submit_many([DOMAIN[i % 5] for i in range(200)], per_request=25)
+    dep.wait_aggregated(200)
+    wait_until(lambda: dep.shuffler_metrics()["batches_unsent"] == 0, what="all batches sent")
+    counts = stored_counts(dep)
+    clients = expected_counts(subs, dep.task.message_domain_size)
+    if protocol == "correlated":
+        assert counts.tolist() == clients.tolist()
+    else:  # the clients' messages and, in every bin, the shuffler's dummies
+        assert np.all(counts >= clients) and counts.sum() > clients.sum()
+    with psycopg.connect(dep.shuffler_store) as conn:
+        assert conn.execute(
+            "SELECT COUNT(*) FROM batches WHERE payload IS NOT NULL"
+        ).fetchone() == (0,)
+        (stored,) = conn.execute("SELECT SUM(n_messages) FROM batches").fetchone()
+    assert int(stored) == int(counts.sum())  # what the shuffler forwarded, dummies included
+    release = dep.estimate().json()
+    validate(release)
+    assert release["protocol"] == protocol and release["n"] == 200
+    assert release["privacy"]["n"] == 100 and release["service"]["batches"] == 2
 
 
 def test_database_outages_are_503_and_lose_nothing(pg_deploy, postgres_server):
