@@ -4,8 +4,11 @@ Plaintext (format version 1), always :data:`PLAINTEXT_LENGTH` = 5 bytes::
 
     version (1 byte, = 1) | index (uint32, big-endian)
 
-where ``index`` is a bin (or, for the segmented protocol later, an item) of the
-task's public domain. The length never depends on the value, so neither does
+where ``index`` is a bin of the task's public domain (FLIP, k-RR, augmented:
+the shuffler's dummies are sealed the same way), or for the correlated
+protocol one (bin, sign) message: 2·bin for (bin, +1) and 2·bin + 1 for
+(bin, −1), below 2d (the task's ``message_domain_size``); an index beyond it, or
+another version, does not decode. The length never depends on the value, so neither does
 the ciphertext's: every ciphertext is exactly :data:`CIPHERTEXT_LENGTH` bytes
 (the 32-byte X25519 encapsulated key, the 5 encrypted bytes, the 16-byte
 Poly1305 tag).
