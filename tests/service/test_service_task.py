@@ -187,3 +187,36 @@ def test_tokens(tmp_path):
     for bad in ("", "x" * 97, None, 5, client_id):
         with pytest.raises(TokenError):
             verify_token(key, task_id, bad)
+
+
+@pytest.mark.parametrize("as_path", [False, True], ids=["task", "path"])
+def test_client_takes_a_task_or_the_path_of_its_file(flip_task, tmp_path, as_path):
+    from shuffledp.service.client import Client
+    from shuffledp.service.wire import MessageOpener
+
+    task, key = flip_task
+    save_task(task, tmp_path / "task.json")
+    source = str(tmp_path / "task.json") if as_path else task
+    with Client(source, "http://127.0.0.1:9", seed=3) as client:
+        assert client.task == task
+        assert client.url.endswith(f"/v1/tasks/{task.task_id}/submissions")
+        submission = client.prepare("c")
+    opener = MessageOpener(key, task.task_id, task.message_domain_size)
+    opened = [opener.open(c) for c in submission.ciphertexts]
+    assert opened == submission.messages.tolist() and len(opened) >= 1
+
+
+def test_client_refuses_a_missing_or_bad_task_file_and_other_types(flip_task, krr_task, tmp_path):
+    from shuffledp._validation import DataError
+    from shuffledp.service.client import Client
+
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        Client(tmp_path / "absent.json", "http://127.0.0.1:9")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(TaskError, match="not JSON"):
+        Client(str(tmp_path / "bad.json"), "http://127.0.0.1:9")
+    with pytest.raises(InvalidParameterError, match="Task or the path"):
+        Client(flip_task[0].to_dict(), "http://127.0.0.1:9")  # type: ignore[arg-type]
+    save_task(krr_task[0], tmp_path / "krr.json")
+    with pytest.raises(DataError, match="token"):
+        Client(tmp_path / "krr.json", "http://127.0.0.1:9")

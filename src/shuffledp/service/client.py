@@ -23,6 +23,7 @@ key; pin it instead (a file shipped with the client, or its
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from collections.abc import Sequence
@@ -35,7 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from shuffledp._rng import SeedLike, make_rng
-from shuffledp._validation import DataError, ShuffleDPError
+from shuffledp._validation import DataError, InvalidParameterError, ShuffleDPError
 from shuffledp.service.shuffler import SUBMISSIONS_FORMAT
 from shuffledp.service.task import Task, TaskError, build_randomizer, load_task, new_id
 from shuffledp.service.wire import MessageSealer, b64encode, public_key_from_b64
@@ -127,7 +128,9 @@ class Client:
     """Submits users' values for one task to a shuffler.
 
     Args:
-        task: The task document.
+        task: The task document, or the path of its JSON file (read with
+            :func:`~shuffledp.service.task.load_task`; a file shipped with the
+            client pins the analyzer's key).
         shuffler_url: The shuffler's base URL (``http://host:port``).
         token: The client token when the task admits one submission per client.
         seed: Randomness of the randomizer (default: OS entropy). A seed is for
@@ -135,11 +138,17 @@ class Client:
         timeout: Seconds per HTTP request.
         retry_seconds: Give up retrying after this long (:class:`ShufflerUnavailableError`).
         http: An ``httpx.Client`` to use (default: one owned by this object).
+
+    Raises:
+        FileNotFoundError: If ``task`` is a path that does not exist.
+        TaskError: If ``task`` is a path to an invalid task document.
+        InvalidParameterError: If ``task`` is neither a task nor a path.
+        DataError: If the task admits one submission per client and no token is given.
     """
 
     def __init__(
         self,
-        task: Task,
+        task: Task | str | os.PathLike[str],
         shuffler_url: str,
         *,
         token: str | None = None,
@@ -148,6 +157,12 @@ class Client:
         retry_seconds: float = 60.0,
         http: httpx.Client | None = None,
     ) -> None:
+        if isinstance(task, str | os.PathLike):
+            task = load_task(Path(task))
+        elif not isinstance(task, Task):
+            raise InvalidParameterError(
+                f"task must be a Task or the path of a task file, got {type(task).__name__}"
+            )
         if task.one_submission_per_client and token is None:
             raise DataError("this task admits one submission per client: a client token is needed")
         self.task = task
