@@ -47,6 +47,13 @@ def test_site_builds_strictly(tmp_path: Path) -> None:
         page = (site / "examples" / script.stem / "index.html").read_text()
         text = html.unescape(re.sub(r"<[^>]+>", "", page))
         assert script.read_text().rstrip("\n") in text, f"{script.name} is not on its page"
+    # The 404 page links relative to the site root, so it works opened from disk.
+    page_404 = (site / "404.html").read_text()
+    links = re.findall(r'(?:href|src)="([^"]*)"', page_404)
+    local = [link for link in links if not re.match(r"(?:[a-z]+:|//|#)", link)]
+    assert local and not [link for link in local if link.startswith("/")], local
+    for link in local:
+        assert (site / link.split("#")[0]).exists(), link
     # The protocol pages keep their figures.
     assert (site / "figures" / "flip_delta_vs_epsilon.png").is_file()
     assert not (site / "figures" / "make_flip_figures.py").exists()
