@@ -5,51 +5,62 @@ analyzer estimates histograms with a stated (ε, δ) guarantee and error bars.
 The public API is re-exported here.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from shuffledp._optional import MissingExtraError
-from shuffledp._rng import child_seeds, make_rng
 from shuffledp._validation import DataError, InvalidParameterError, ShuffleDPError
-from shuffledp.accounting.augmented import augmented_delta
-from shuffledp.accounting.calibration import calibrate_flip_q
-from shuffledp.accounting.compose import compose, reports_from_json
-from shuffledp.accounting.correlated import correlated_delta
-from shuffledp.accounting.flip import (
-    flip_delta,
-    flip_delta_for_pair,
-    flip_delta_lower_bound,
-    flip_epsilon,
-    flip_local_epsilon,
-)
-from shuffledp.accounting.flip_paper import paper_error_bound, paper_flip_q, paper_min_fake_users
-from shuffledp.analyzers import (
-    FlipAnalyzer,
-    HistogramEstimate,
-    TopTMetrics,
-    expected_max_abs_normal,
-    top_t,
-    top_t_metrics,
-)
-from shuffledp.data.encoding import EncodedColumn, encode_values
-from shuffledp.messages import MessageBatch, ShuffledBatch
-from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
-from shuffledp.protocols import (
-    AugmentedCalibration,
-    AugmentedProtocol,
-    CorrelatedCalibration,
-    CorrelatedProtocol,
-    FlipCalibration,
-    FlipProtocol,
-    KRRCalibration,
-    KRRProtocol,
-    ProtocolRun,
-    ShuffleProtocol,
-    calibrate_augmented,
-    calibrate_correlated,
-    calibrate_flip,
-    calibrate_krr,
-    default_fake_users,
-)
-from shuffledp.randomizers import FlipRandomizer, KRRRandomizer
-from shuffledp.shuffler import UniformShuffler, secure_permutation
+
+if TYPE_CHECKING:
+    from shuffledp._rng import child_seeds, make_rng
+    from shuffledp.accounting.augmented import augmented_delta
+    from shuffledp.accounting.calibration import calibrate_flip_q
+    from shuffledp.accounting.compose import compose, reports_from_json
+    from shuffledp.accounting.correlated import correlated_delta
+    from shuffledp.accounting.flip import (
+        flip_delta,
+        flip_delta_for_pair,
+        flip_delta_lower_bound,
+        flip_epsilon,
+        flip_local_epsilon,
+    )
+    from shuffledp.accounting.flip_paper import (
+        paper_error_bound,
+        paper_flip_q,
+        paper_min_fake_users,
+    )
+    from shuffledp.analyzers import (
+        FlipAnalyzer,
+        HistogramEstimate,
+        TopTMetrics,
+        expected_max_abs_normal,
+        top_t,
+        top_t_metrics,
+    )
+    from shuffledp.data.encoding import EncodedColumn, encode_values
+    from shuffledp.messages import MessageBatch, ShuffledBatch
+    from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
+    from shuffledp.protocols import (
+        AugmentedCalibration,
+        AugmentedProtocol,
+        CorrelatedCalibration,
+        CorrelatedProtocol,
+        FlipCalibration,
+        FlipProtocol,
+        KRRCalibration,
+        KRRProtocol,
+        ProtocolRun,
+        ShuffleProtocol,
+        calibrate_augmented,
+        calibrate_correlated,
+        calibrate_flip,
+        calibrate_krr,
+        default_fake_users,
+    )
+    from shuffledp.randomizers import FlipRandomizer, KRRRandomizer
+    from shuffledp.shuffler import UniformShuffler, secure_permutation
 
 __version__ = "0.2.0"
 
@@ -107,3 +118,70 @@ __all__ = [
     "top_t",
     "top_t_metrics",
 ]
+
+#: Where each re-exported name lives. Imported on first use: ``import shuffledp`` (and
+#: so the command line's start-up) does not load numpy, scipy or the accountant.
+_LAZY: dict[str, str] = {
+    "ApproxDP": "shuffledp.privacy",
+    "augmented_delta": "shuffledp.accounting.augmented",
+    "AugmentedCalibration": "shuffledp.protocols",
+    "AugmentedProtocol": "shuffledp.protocols",
+    "BoundKind": "shuffledp.privacy",
+    "calibrate_augmented": "shuffledp.protocols",
+    "calibrate_correlated": "shuffledp.protocols",
+    "calibrate_flip": "shuffledp.protocols",
+    "calibrate_flip_q": "shuffledp.accounting.calibration",
+    "calibrate_krr": "shuffledp.protocols",
+    "child_seeds": "shuffledp._rng",
+    "compose": "shuffledp.accounting.compose",
+    "correlated_delta": "shuffledp.accounting.correlated",
+    "CorrelatedCalibration": "shuffledp.protocols",
+    "CorrelatedProtocol": "shuffledp.protocols",
+    "default_fake_users": "shuffledp.protocols",
+    "encode_values": "shuffledp.data.encoding",
+    "EncodedColumn": "shuffledp.data.encoding",
+    "expected_max_abs_normal": "shuffledp.analyzers",
+    "flip_delta": "shuffledp.accounting.flip",
+    "flip_delta_for_pair": "shuffledp.accounting.flip",
+    "flip_delta_lower_bound": "shuffledp.accounting.flip",
+    "flip_epsilon": "shuffledp.accounting.flip",
+    "flip_local_epsilon": "shuffledp.accounting.flip",
+    "FlipAnalyzer": "shuffledp.analyzers",
+    "FlipCalibration": "shuffledp.protocols",
+    "FlipProtocol": "shuffledp.protocols",
+    "FlipRandomizer": "shuffledp.randomizers",
+    "HistogramEstimate": "shuffledp.analyzers",
+    "KRRCalibration": "shuffledp.protocols",
+    "KRRProtocol": "shuffledp.protocols",
+    "KRRRandomizer": "shuffledp.randomizers",
+    "make_rng": "shuffledp._rng",
+    "MessageBatch": "shuffledp.messages",
+    "paper_error_bound": "shuffledp.accounting.flip_paper",
+    "paper_flip_q": "shuffledp.accounting.flip_paper",
+    "paper_min_fake_users": "shuffledp.accounting.flip_paper",
+    "PrivacyReport": "shuffledp.privacy",
+    "ProtocolRun": "shuffledp.protocols",
+    "reports_from_json": "shuffledp.accounting.compose",
+    "secure_permutation": "shuffledp.shuffler",
+    "ShuffledBatch": "shuffledp.messages",
+    "ShuffleProtocol": "shuffledp.protocols",
+    "top_t": "shuffledp.analyzers",
+    "top_t_metrics": "shuffledp.analyzers",
+    "TopTMetrics": "shuffledp.analyzers",
+    "UniformShuffler": "shuffledp.shuffler",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Return a re-exported name, importing its module on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'shuffledp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    """List the public names, the lazily imported ones included."""
+    return sorted({*globals(), *__all__})

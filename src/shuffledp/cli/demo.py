@@ -10,17 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 
-import numpy as np
-
 from shuffledp._files import make_output_dir
-from shuffledp._rng import SEEDED_NOT_COVERED, child_seeds
 from shuffledp._validation import check_delta, check_epsilon, check_int
-from shuffledp.analyzers.top_t import top_t, top_t_metrics
 from shuffledp.cli._common import checked, existing_dir_or_new, integer, number, write_atomically
 from shuffledp.cli.run._shared import ReleaseContext
 from shuffledp.cli.run.flip import flip_run_to_dict
-from shuffledp.data.synthetic import zipf_values
-from shuffledp.protocols.flip import FlipProtocol
 from shuffledp.schemas import schema_id
 
 NAME = "demo"
@@ -74,6 +68,13 @@ def execute(args: argparse.Namespace) -> int:
     from shuffledp.plotting import Z95, plot_histogram_estimate, require_matplotlib
 
     require_matplotlib()
+    import numpy as np
+
+    from shuffledp._rng import SEEDED_NOT_COVERED, child_seeds
+    from shuffledp.analyzers.top_t import top_t, top_t_metrics
+    from shuffledp.data.synthetic import zipf_values
+    from shuffledp.protocols.flip import FlipProtocol
+
     # Independent streams for the synthetic data and the protocol.
     data_seed, run_seed = child_seeds(args.seed, 2)
     values = zipf_values(n, d, seed=data_seed)

@@ -6,18 +6,29 @@ in memory. Both need the public domain: :func:`parse_domain`,
 :func:`read_domain_file` or :func:`builtin_domain`.
 """
 
-from shuffledp.data.domains import (
-    BUILTIN_DOMAINS,
-    builtin_domain,
-    builtin_domain_names,
-    parse_domain,
-    read_domain_file,
-)
-from shuffledp.data.encoding import DEFAULT_NA_VALUES, EncodedColumn, encode_values, sorted_domain
-from shuffledp.data.ingest import LoadedValues, load_values
-from shuffledp.data.loaders import ColumnReader, read_column
-from shuffledp.data.synthetic import zipf_histogram, zipf_values
-from shuffledp.data.users import PER_USER_POLICIES
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from shuffledp.data.domains import (
+        BUILTIN_DOMAINS,
+        builtin_domain,
+        builtin_domain_names,
+        parse_domain,
+        read_domain_file,
+    )
+    from shuffledp.data.encoding import (
+        DEFAULT_NA_VALUES,
+        EncodedColumn,
+        encode_values,
+        sorted_domain,
+    )
+    from shuffledp.data.ingest import LoadedValues, load_values
+    from shuffledp.data.loaders import ColumnReader, read_column
+    from shuffledp.data.synthetic import zipf_histogram, zipf_values
+    from shuffledp.data.users import PER_USER_POLICIES
 
 __all__ = [
     "BUILTIN_DOMAINS",
@@ -37,3 +48,32 @@ __all__ = [
     "zipf_histogram",
     "zipf_values",
 ]
+
+#: Where each re-exported name lives, imported on first use: the light modules
+#: (``shuffledp.data.domains``) can be imported without numpy or the loaders.
+_LAZY: dict[str, str] = {
+    "builtin_domain": "shuffledp.data.domains",
+    "builtin_domain_names": "shuffledp.data.domains",
+    "BUILTIN_DOMAINS": "shuffledp.data.domains",
+    "ColumnReader": "shuffledp.data.loaders",
+    "DEFAULT_NA_VALUES": "shuffledp.data.encoding",
+    "encode_values": "shuffledp.data.encoding",
+    "EncodedColumn": "shuffledp.data.encoding",
+    "load_values": "shuffledp.data.ingest",
+    "LoadedValues": "shuffledp.data.ingest",
+    "parse_domain": "shuffledp.data.domains",
+    "PER_USER_POLICIES": "shuffledp.data.users",
+    "read_column": "shuffledp.data.loaders",
+    "read_domain_file": "shuffledp.data.domains",
+    "sorted_domain": "shuffledp.data.encoding",
+    "zipf_histogram": "shuffledp.data.synthetic",
+    "zipf_values": "shuffledp.data.synthetic",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Return a re-exported name, importing its module on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'shuffledp.data' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -6,16 +6,16 @@ import argparse
 import json
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shuffledp._progress import progress, working
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.accounting import api as accounting_api
-from shuffledp.accounting import methods as accounting_methods
-from shuffledp.accounting.api import AccountingResult
+from shuffledp.cli._choices import ACCOUNTING_MECHANISMS, ACCOUNTING_METHODS
 from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
 from shuffledp.privacy import BoundKind
 from shuffledp.schemas import schema_id
+
+if TYPE_CHECKING:
+    from shuffledp.accounting.api import AccountingResult
 
 __all__ = ["MECHANISM_OPTIONS", "account_rows", "add_mechanism_options", "print_rows"]
 
@@ -100,6 +100,9 @@ def account_rows(
     args: argparse.Namespace, *, epsilon: float | None, delta: float | None
 ) -> list[AccountingResult]:
     """Evaluate the chosen method (or all) at ε or at δ, with progress on a terminal."""
+    from shuffledp._progress import progress, working
+    from shuffledp.accounting import api as accounting_api
+
     n = checked(check_int, args.n, "--n", minimum=1)
     params = mechanism_params(args)
     question = "delta" if epsilon is not None else "epsilon"
@@ -132,11 +135,11 @@ def add_mechanism_options(parser: argparse.ArgumentParser, *, calibrating: bool 
     parser.add_argument("--n", required=True, type=integer, help="number of users")
     parser.add_argument(
         "--mechanism",
-        choices=accounting_methods.MECHANISMS,
+        choices=ACCOUNTING_MECHANISMS,
         default="generic",
         help="what is shuffled: generic (any epsilon0-LDP randomizer, default), krr, flip, poisson",
     )
-    method_names = ", ".join(accounting_methods.METHODS)
+    method_names = ", ".join(ACCOUNTING_METHODS)
     parser.add_argument(
         "--method",
         default="best" if calibrating else "all",

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shuffledp._validation import check_delta, check_epsilon, check_int
 from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
 from shuffledp.cli.run.augmented import add_augmented_arguments, augmented_options
-from shuffledp.protocols.augmented import AugmentedCalibration, calibrate_augmented
 from shuffledp.schemas import schema_id
+
+if TYPE_CHECKING:
+    from shuffledp.protocols.augmented import AugmentedCalibration
 
 NAME = "augmented"
 HELP = "augmented shuffle: dummy law, exact delta and per-bin std vs central DLap"
@@ -32,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _comparison(n: int, d: int, epsilon: float, delta: float) -> list[AugmentedCalibration]:
     """The three variants at their defaults (beta 1 for sageo and sbin), for the table."""
+    from shuffledp.protocols.augmented import calibrate_augmented
+
     return [
         calibrate_augmented(n, d, epsilon, delta, variant=variant)
         for variant in ("sageo", "s1geo", "sbin")
@@ -45,6 +49,8 @@ def execute(args: argparse.Namespace) -> int:
     epsilon = checked(check_epsilon, args.epsilon, "--epsilon")
     delta = checked(check_delta, args.delta, "--delta")
     options = augmented_options(args, epsilon)
+    from shuffledp.protocols.augmented import calibrate_augmented
+
     cal = calibrate_augmented(
         n,
         d,

@@ -8,10 +8,7 @@ import sys
 from contextlib import nullcontext
 from typing import Any
 
-from shuffledp._progress import progress, working
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
-from shuffledp.accounting import api as accounting_api
-from shuffledp.accounting.methods import methods_for
 from shuffledp.cli._common import checked, fmt_bound, number
 from shuffledp.cli.account._shared import add_mechanism_options, mechanism_params
 from shuffledp.privacy import BoundKind
@@ -42,6 +39,10 @@ def execute(args: argparse.Namespace) -> int:
     The JSON (schema ``account-calibrate``) is the calibration's object for one
     method, and an object whose ``rows`` holds one per method with ``--method all``.
     """
+    from shuffledp._progress import progress, working
+    from shuffledp.accounting import api as accounting_api
+    from shuffledp.accounting.methods import methods_for
+
     epsilon = checked(check_epsilon, args.epsilon, "--epsilon")
     delta = checked(check_delta, args.delta, "--delta")
     n = checked(check_int, args.n, "--n", minimum=1)

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from shuffledp._validation import DataError, InvalidParameterError, check_delta, check_epsilon
-from shuffledp.accounting.compose import compose, reports_from_json
 from shuffledp.cli._common import checked, fmt, number
 from shuffledp.schemas import schema_id
 
@@ -54,6 +53,8 @@ def _load(path: str) -> dict[str, Any]:
 
 def execute(args: argparse.Namespace) -> int:
     """Print the composed guarantee."""
+    from shuffledp.accounting.compose import compose, reports_from_json
+
     delta = None if args.delta is None else checked(check_delta, args.delta, "--delta")
     epsilon = None if args.epsilon is None else checked(check_epsilon, args.epsilon, "--epsilon")
     objects = [_load(path) for path in args.results]

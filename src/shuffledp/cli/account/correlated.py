@@ -6,23 +6,21 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shuffledp._progress import working
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
-from shuffledp.accounting.correlated_paper import PAPER_GAMMA, PaperCorrelatedRule
+from shuffledp.cli._choices import CORRELATED_PAPER_GAMMA
 from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
 from shuffledp.cli.run.correlated import (
     add_correlated_arguments,
     min_honest_option,
     slack_option,
 )
-from shuffledp.protocols.correlated import (
-    CorrelatedCalibration,
-    calibrate_correlated,
-    paper_correlated_calibration,
-)
 from shuffledp.schemas import schema_id
+
+if TYPE_CHECKING:
+    from shuffledp.accounting.correlated_paper import PaperCorrelatedRule
+    from shuffledp.protocols.correlated import CorrelatedCalibration
 
 NAME = "correlated"
 HELP = "correlated noise: exact calibration vs the papers' rule"
@@ -45,8 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gamma",
         type=number,
-        default=PAPER_GAMMA,
-        help=f"the papers' rule: share of epsilon given to the flooding (default {PAPER_GAMMA:g})",
+        default=CORRELATED_PAPER_GAMMA,
+        help="the papers' rule: share of epsilon given to the flooding "
+        f"(default {CORRELATED_PAPER_GAMMA:g})",
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=execute)
@@ -66,6 +65,9 @@ def _paper_dict(calibration: CorrelatedCalibration, rule: PaperCorrelatedRule) -
 
 def execute(args: argparse.Namespace) -> int:
     """Print the exact calibration and the papers' rule side by side."""
+    from shuffledp._progress import working
+    from shuffledp.protocols.correlated import calibrate_correlated, paper_correlated_calibration
+
     n = checked(check_int, args.n, "--n", minimum=1)
     d = checked(check_int, args.domain_size, "--domain-size", minimum=2)
     epsilon = checked(check_epsilon, args.epsilon, "--epsilon")

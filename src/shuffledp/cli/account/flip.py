@@ -6,12 +6,14 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
-from shuffledp.protocols.flip import FlipCalibration, calibrate_flip, default_fake_users
 from shuffledp.schemas import schema_id
+
+if TYPE_CHECKING:
+    from shuffledp.protocols.flip import FlipCalibration
 
 NAME = "flip"
 HELP = "FLIP: paper vs exact calibration"
@@ -42,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     """Print both calibrations side by side."""
+    from shuffledp.protocols.flip import calibrate_flip, default_fake_users
+
     n = checked(check_int, args.n, "--n", minimum=1)
     d = checked(check_int, args.domain_size, "--domain-size", minimum=2)
     epsilon = checked(check_epsilon, args.epsilon, "--epsilon")

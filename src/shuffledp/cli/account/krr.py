@@ -8,7 +8,6 @@ import sys
 
 from shuffledp._validation import check_delta, check_epsilon, check_int
 from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
-from shuffledp.protocols.krr import calibrate_krr
 from shuffledp.schemas import schema_id
 
 NAME = "krr"
@@ -34,6 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     """Print both settings side by side."""
+    from shuffledp.protocols.krr import calibrate_krr
+
     n = checked(check_int, args.n, "--n", minimum=1)
     k = checked(check_int, args.domain_size, "--domain-size", minimum=2)
     epsilon = checked(check_epsilon, args.epsilon, "--epsilon")

@@ -14,12 +14,10 @@ import math
 import sys
 from typing import Any
 
-from shuffledp._progress import working
 from shuffledp._validation import InvalidParameterError, check_delta, check_int
-from shuffledp.accounting.segmented import DEFAULT_BLANKET_GRID, VARIANTS, optimize_parameters
+from shuffledp.cli._choices import SEGMENTED_BLANKET_GRID, SEGMENTED_VARIANTS
 from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
 from shuffledp.cli.run.segmented import parse_blanket, parse_levels
-from shuffledp.protocols.segmented import largest_remainder
 from shuffledp.schemas import schema_id
 
 NAME = "segmented"
@@ -75,12 +73,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--blanket",
         default="auto",
         help="blanket messages per user m (a number > 0), or 'auto' (default): search "
-        f"{len(DEFAULT_BLANKET_GRID)} rates from {DEFAULT_BLANKET_GRID[0]:g} to "
-        f"{DEFAULT_BLANKET_GRID[-1]:g} for the smallest error bound (slow: tens of seconds)",
+        f"{len(SEGMENTED_BLANKET_GRID)} rates from {SEGMENTED_BLANKET_GRID[0]:g} to "
+        f"{SEGMENTED_BLANKET_GRID[-1]:g} for the smallest error bound (slow: tens of seconds)",
     )
     parser.add_argument(
         "--variant",
-        choices=VARIANTS,
+        choices=SEGMENTED_VARIANTS,
         default="paper",
         help="paper: an unreported item sends nothing (default); dummy: a uniform item",
     )
@@ -96,6 +94,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     """Calibrate and print the parameters."""
+    from shuffledp._progress import working
+    from shuffledp.accounting.segmented import optimize_parameters
+    from shuffledp.protocols.segmented import largest_remainder
+
     n = checked(check_int, args.n, "--n", minimum=1)
     d = checked(check_int, args.domain_size, "--domain-size", minimum=2)
     s = checked(check_int, args.items_per_user, "--items-per-user", minimum=1)

@@ -16,21 +16,27 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from shuffledp import __version__
-from shuffledp._rng import SEEDED_NOT_COVERED, child_seeds
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
-from shuffledp.analyzers.estimate import HistogramEstimate
+from shuffledp.cli._choices import DEFAULT_NA_VALUES
 from shuffledp.cli._common import checked, integer, number, writable, write_atomically
-from shuffledp.data.domains import builtin_domain, builtin_domain_names, read_domain_file
-from shuffledp.data.encoding import parse_domain
-from shuffledp.data.ingest import DEFAULT_NA_VALUES, LoadedValues, load_values
-from shuffledp.privacy import PrivacyReport
-from shuffledp.protocols.base import ProtocolRun
+from shuffledp.data.domains import (
+    builtin_domain,
+    builtin_domain_names,
+    parse_domain,
+    read_domain_file,
+)
 from shuffledp.schemas import schema_id
+
+if TYPE_CHECKING:  # the parser is built without numpy and the protocols (lazy imports)
+    import numpy as np
+
+    from shuffledp.analyzers.estimate import HistogramEstimate
+    from shuffledp.data.ingest import LoadedValues
+    from shuffledp.privacy import PrivacyReport
+    from shuffledp.protocols.base import ProtocolRun
 
 __all__ = [
     "ReleaseContext",
@@ -330,6 +336,9 @@ class ReleaseContext:
 
 def load_input(args: argparse.Namespace) -> RunInput:
     """Read and encode the input column over the public domain."""
+    from shuffledp._rng import child_seeds
+    from shuffledp.data.ingest import load_values
+
     domain, domain_source = declared_domain(args, "inferred-from-data")
     delimiter, na_values = csv_options(args)
     # One seed, two consumers (the per-user sample and the protocol): independent children.
@@ -391,6 +400,8 @@ def load_input(args: argparse.Namespace) -> RunInput:
             "were dropped before the run (--drop-missing), so n counts only users with a value"
         )
     if args.seed is not None:
+        from shuffledp._rng import SEEDED_NOT_COVERED
+
         result.not_covered.append(SEEDED_NOT_COVERED)
     return result
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.accounting.augmented import VARIANTS, Variant, check_beta
+from shuffledp.cli._choices import AUGMENTED_CALIBRATIONS, AUGMENTED_VARIANTS
 from shuffledp.cli._common import checked, integer, number
 from shuffledp.cli.run._shared import (
     ReleaseContext,
@@ -17,14 +17,12 @@ from shuffledp.cli.run._shared import (
     prepare_run,
     run_to_dict,
 )
-from shuffledp.protocols.augmented import (
-    AUGMENTED_CALIBRATIONS,
-    AugmentedCalibration,
-    AugmentedProtocol,
-    Calibration,
-)
-from shuffledp.protocols.base import ProtocolRun
 from shuffledp.schemas import schema_id
+
+if TYPE_CHECKING:
+    from shuffledp.accounting.augmented import Variant
+    from shuffledp.protocols.augmented import AugmentedCalibration, Calibration
+    from shuffledp.protocols.base import ProtocolRun
 
 NAME = "augmented"
 HELP = "augmented shuffle: one plain message per user, the shuffler adds the noise"
@@ -35,7 +33,7 @@ def add_augmented_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("augmented shuffle")
     group.add_argument(
         "--variant",
-        choices=VARIANTS,
+        choices=AUGMENTED_VARIANTS,
         default="sageo",
         help="dummy law: sageo (asymmetric two-sided geometric, default; at beta 1 the "
         "central discrete Laplace), s1geo (pure epsilon-DP), sbin (binomial)",
@@ -82,6 +80,8 @@ class AugmentedOptions:
 
 def augmented_options(args: argparse.Namespace, epsilon: float) -> AugmentedOptions:
     """Check the augmented options against each other; errors name the flags."""
+    from shuffledp.accounting.augmented import check_beta
+
     variant: Variant = args.variant
     beta: float | None = args.beta
     if beta is not None:
@@ -140,6 +140,8 @@ def augmented_run_to_dict(
 
 def execute(args: argparse.Namespace) -> int:
     """Run the augmented protocol on the input column."""
+    from shuffledp.protocols.augmented import AugmentedProtocol
+
     epsilon, delta, output, plot = prepare_run(args)
     options = augmented_options(args, epsilon)
     data = load_input(args)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shuffledp._validation import check_epsilon
-from shuffledp.accounting.correlated import NEIGHBOURS
+from shuffledp.cli._choices import CORRELATED_DEFAULT_SLACK, CORRELATED_NEIGHBOURS
 from shuffledp.cli._common import checked, number
 from shuffledp.cli.run._shared import (
     ReleaseContext,
@@ -17,15 +17,11 @@ from shuffledp.cli.run._shared import (
     prepare_run,
     run_to_dict,
 )
-from shuffledp.protocols.base import ProtocolRun
-from shuffledp.protocols.correlated import (
-    DEFAULT_SLACK,
-    CorrelatedCalibration,
-    CorrelatedProtocol,
-    MinHonest,
-    resolve_min_honest,
-)
 from shuffledp.schemas import schema_id
+
+if TYPE_CHECKING:
+    from shuffledp.protocols.base import ProtocolRun
+    from shuffledp.protocols.correlated import CorrelatedCalibration, MinHonest
 
 NAME = "correlated"
 HELP = "signed messages with correlated noise: near-central error"
@@ -56,9 +52,9 @@ def add_correlated_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--slack",
         type=number,
-        default=DEFAULT_SLACK,
+        default=CORRELATED_DEFAULT_SLACK,
         help="per-bin standard deviation at most (1 + slack) times the central discrete "
-        f"Laplace's (default {DEFAULT_SLACK:g})",
+        f"Laplace's (default {CORRELATED_DEFAULT_SLACK:g})",
     )
     group.add_argument(
         "--min-honest",
@@ -70,7 +66,7 @@ def add_correlated_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--neighbours",
-        choices=NEIGHBOURS,
+        choices=CORRELATED_NEIGHBOURS,
         default="replacement",
         help="replacement: one user's value changes (default); add-remove: one value "
         "message present or absent",
@@ -87,6 +83,8 @@ def min_honest_option(args: argparse.Namespace, n: int) -> MinHonest:
     """Return ``--min-honest`` after checking it against n (``None``: all users)."""
     value: MinHonest = args.min_honest
     if value is not None:
+        from shuffledp.protocols.correlated import resolve_min_honest
+
         resolve_min_honest(value, n, "--min-honest")
     return value
 
@@ -132,6 +130,8 @@ def correlated_run_to_dict(
 
 def execute(args: argparse.Namespace) -> int:
     """Run the correlated protocol on the input column."""
+    from shuffledp.protocols.correlated import CorrelatedProtocol
+
     epsilon, delta, output, plot = prepare_run(args)
     slack = slack_option(args)
     data = load_input(args)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shuffledp._validation import check_int
+from shuffledp.cli._choices import FLIP_CALIBRATION_METHODS, FLIP_DEFAULT_FAKE_USERS
 from shuffledp.cli._common import checked, integer
 from shuffledp.cli.run._shared import (
     ReleaseContext,
@@ -15,13 +16,10 @@ from shuffledp.cli.run._shared import (
     prepare_run,
     run_to_dict,
 )
-from shuffledp.protocols.base import ProtocolRun
-from shuffledp.protocols.flip import (
-    CALIBRATION_METHODS,
-    DEFAULT_FAKE_USERS,
-    FlipCalibration,
-    FlipProtocol,
-)
+
+if TYPE_CHECKING:
+    from shuffledp.protocols.base import ProtocolRun
+    from shuffledp.protocols.flip import FlipCalibration
 
 NAME = "flip"
 HELP = "FLIP: bit flipping plus fake users"
@@ -37,11 +35,11 @@ def add_flip_arguments(parser: argparse.ArgumentParser, *, fake_users_note: str 
         "--fake-users",
         type=integer,
         default=None,
-        help=f"fake users k per real user (default {DEFAULT_FAKE_USERS}{fake_users_note})",
+        help=f"fake users k per real user (default {FLIP_DEFAULT_FAKE_USERS}{fake_users_note})",
     )
     flip.add_argument(
         "--calibration",
-        choices=CALIBRATION_METHODS,
+        choices=FLIP_CALIBRATION_METHODS,
         default="exact",
         help="exact: smallest q the exact accountant certifies (default); paper: Claim III.1",
     )
@@ -81,6 +79,8 @@ def flip_run_to_dict(
 
 def execute(args: argparse.Namespace) -> int:
     """Run FLIP on the input column."""
+    from shuffledp.protocols.flip import FlipProtocol
+
     epsilon, delta, output, plot = prepare_run(args)
     fake = fake_users_option(args)
     data = load_input(args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from shuffledp._validation import check_epsilon
-from shuffledp.analyzers.krr_estimators import ESTIMATORS
+from shuffledp.cli._choices import KRR_ESTIMATORS
 from shuffledp.cli._common import checked, number
 from shuffledp.cli.run._shared import (
     add_run_options,
@@ -14,7 +14,6 @@ from shuffledp.cli.run._shared import (
     prepare_run,
     run_to_dict,
 )
-from shuffledp.protocols.krr import KRRProtocol
 
 NAME = "krr"
 HELP = "k-randomized response, one message per user"
@@ -31,7 +30,7 @@ def add_krr_arguments(parser: argparse.ArgumentParser) -> None:
     )
     krr.add_argument(
         "--estimator",
-        choices=ESTIMATORS,
+        choices=KRR_ESTIMATORS,
         default="inversion",
         help="inversion: unbiased, with standard errors (default); raw; clip; simplex",
     )
@@ -54,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     """Run k-RR on the input column."""
+    from shuffledp.protocols.krr import KRRProtocol
+
     epsilon, delta, output, plot = prepare_run(args)
     epsilon0 = epsilon0_option(args)
     data = load_input(args)

@@ -19,16 +19,18 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Any
 
 from shuffledp import __version__
 from shuffledp._files import write_file_atomically
 from shuffledp._optional import require
-from shuffledp._rng import SEEDED_NOT_COVERED
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
+from shuffledp.cli._choices import (
+    CLUSTERINGS,
+    EMBEDDINGS,
+    PER_USER_NEIGHBOURINGS,
+    PER_USER_WEIGHTINGS,
+)
 from shuffledp.cli._common import checked, integer, number, writable, write_atomically
 from shuffledp.cli.run._shared import (
     add_csv_arguments,
@@ -37,15 +39,14 @@ from shuffledp.cli.run._shared import (
     csv_options,
     declared_domain,
 )
-from shuffledp.data.per_user import (
-    LoadedHistograms,
-    load_long_histograms,
-    load_wide_histograms,
-)
-from shuffledp.protocols.per_user import PerUserHistograms, PerUserRun
-from shuffledp.randomizers.laplace import NEIGHBOURINGS, WEIGHTINGS, check_c
 from shuffledp.schemas import schema_id
-from shuffledp.shuffler.grouped import CLUSTERINGS, EMBEDDINGS
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from shuffledp.data.per_user import LoadedHistograms
+    from shuffledp.protocols.per_user import PerUserHistograms, PerUserRun
 
 NAME = "per-user"
 HELP = "per-user histograms: Laplace copies, clustering and a shuffle within groups"
@@ -121,7 +122,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     privacy.add_argument(
         "--neighbouring",
-        choices=NEIGHBOURINGS,
+        choices=PER_USER_NEIGHBOURINGS,
         default="moved-items",
         help="the reading of Def. 1 the guarantee holds for. moved-items (default): up to "
         "floor(c s) items moved from one class to another (||H - H'||_1 <= 2 floor(c s)); "
@@ -136,7 +137,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     privacy.add_argument(
         "--weighting",
-        choices=WEIGHTINGS,
+        choices=PER_USER_WEIGHTINGS,
         default="min-variance",
         help="weights of R = a W + (1 - a) T with --release r: min-variance (App. D, "
         "default) or printed (Alg. 1 line 5 as printed)",
@@ -261,6 +262,9 @@ def _check_layout(args: argparse.Namespace) -> None:
 
 
 def _protocol(args: argparse.Namespace) -> PerUserHistograms:
+    from shuffledp.protocols.per_user import PerUserHistograms
+    from shuffledp.randomizers.laplace import check_c
+
     if args.calibration is not None:
         raise InvalidParameterError(
             f"--calibration was replaced by --neighbouring (got --calibration "
@@ -313,6 +317,8 @@ def _protocol(args: argparse.Namespace) -> PerUserHistograms:
 
 
 def _load(args: argparse.Namespace) -> LoadedHistograms:
+    from shuffledp.data.per_user import load_long_histograms, load_wide_histograms
+
     domain, domain_source = declared_domain(args, "header")
     delimiter, na_values = csv_options(args)
     if args.wide:
@@ -378,6 +384,8 @@ def write_estimates(
                     ids = user_ids[start : start + step]
                     writer.writerows([uid, *row] for uid, row in zip(ids, block, strict=True))
         else:
+            import numpy as np
+
             pa = require("pyarrow", extra="parquet")
             pq = require("pyarrow.parquet", extra="parquet")
             columns: dict[str, Any] = {id_column: pa.array(list(user_ids), pa.string())}
@@ -399,6 +407,8 @@ def _report(
             "header was derived from the data (e.g. by a pivot) it can reveal which classes occur"
         )
     if args.seed is not None:
+        from shuffledp._rng import SEEDED_NOT_COVERED
+
         not_covered.append(SEEDED_NOT_COVERED)
         report = replace(report, parameters={**report.parameters, "seed": args.seed})
     report = report.with_context(not_covered=not_covered)

@@ -11,17 +11,20 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shuffledp import __version__
-from shuffledp._rng import child_seeds
 from shuffledp._validation import (
     InvalidParameterError,
     check_delta,
     check_epsilon,
     check_int,
 )
-from shuffledp.accounting.segmented import DEFAULT_BLANKET_GRID, VARIANTS
+from shuffledp.cli._choices import (
+    SEGMENTED_BLANKET_GRID,
+    SEGMENTED_LEVEL_COUNT_MODES,
+    SEGMENTED_VARIANTS,
+)
 from shuffledp.cli._common import checked, integer, number
 from shuffledp.cli.run._shared import (
     add_csv_arguments,
@@ -32,16 +35,11 @@ from shuffledp.cli.run._shared import (
     output_and_plot_paths,
     write_release,
 )
-from shuffledp.data.sets import LoadedSets, check_levels_list, load_sets
-from shuffledp.protocols.segmented import (
-    LEVEL_COUNT_MODES,
-    NEIGHBOURING,
-    SEGMENTED_PRIVACY_METHODS,
-    SegmentedProtocol,
-    SegmentedRun,
-    run_segmented,
-)
 from shuffledp.schemas import schema_id
+
+if TYPE_CHECKING:
+    from shuffledp.data.sets import LoadedSets
+    from shuffledp.protocols.segmented import SegmentedProtocol, SegmentedRun
 
 NAME = "segmented"
 HELP = "segmented privacy levels on set-valued data (multi-message shuffle)"
@@ -64,6 +62,8 @@ def parse_levels(text: str, flag: str = "--levels") -> tuple[float, ...]:
             raise InvalidParameterError(
                 f"{flag} must be comma-separated numbers (e.g. 0.5,1,2), got {text!r}"
             ) from None
+    from shuffledp.data.sets import check_levels_list
+
     return check_levels_list(values, flag)
 
 
@@ -146,20 +146,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--blanket",
         default="auto",
         help="blanket messages per user m (a number > 0), or 'auto' (default): the m of a "
-        f"{len(DEFAULT_BLANKET_GRID)}-point grid from {DEFAULT_BLANKET_GRID[0]:g} to "
-        f"{DEFAULT_BLANKET_GRID[-1]:g} with the smallest error bound (section 5.2; slow: "
+        f"{len(SEGMENTED_BLANKET_GRID)}-point grid from {SEGMENTED_BLANKET_GRID[0]:g} to "
+        f"{SEGMENTED_BLANKET_GRID[-1]:g} with the smallest error bound (section 5.2; slow: "
         "tens of seconds)",
     )
     privacy.add_argument(
         "--variant",
-        choices=VARIANTS,
+        choices=SEGMENTED_VARIANTS,
         default="paper",
         help="paper: an unreported item sends nothing (Alg. 2, default); dummy: it sends a "
         "uniform random item, so every user sends exactly s data messages",
     )
     privacy.add_argument(
         "--level-counts",
-        choices=LEVEL_COUNT_MODES,
+        choices=SEGMENTED_LEVEL_COUNT_MODES,
         default="exact",
         help="exact: users' levels are shuffled without noise and the level histogram is "
         "released, NOT covered by any guarantee (the paper's experiments; default); dp: k-RR "
@@ -222,6 +222,8 @@ def segmented_run_to_dict(
     ``seed`` (``--seed``) goes into ``parameters.seed``; the run's own
     ``not_covered`` already says that a seeded shuffle is not cryptographic.
     """
+    from shuffledp.protocols.segmented import NEIGHBOURING, SEGMENTED_PRIVACY_METHODS
+
     params = run.parameters
     level_objects = []
     for level, report in zip(params.levels, run.privacy, strict=True):
@@ -301,6 +303,11 @@ def _summary(
 
 def execute(args: argparse.Namespace) -> int:
     """Run the segmented protocol on the input file."""
+    from shuffledp._rng import child_seeds
+    from shuffledp.accounting.segmented import DEFAULT_BLANKET_GRID
+    from shuffledp.data.sets import load_sets
+    from shuffledp.protocols.segmented import run_segmented
+
     levels = parse_levels(args.levels)
     delta = checked(check_delta, args.delta, "--delta")
     s = checked(check_int, args.items_per_user, "--items-per-user", minimum=1)

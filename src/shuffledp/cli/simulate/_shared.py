@@ -19,10 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Any
 
 from shuffledp._validation import (
     InvalidParameterError,
@@ -32,11 +29,14 @@ from shuffledp._validation import (
 )
 from shuffledp.cli._common import checked, integer, number, writable, write_atomically
 from shuffledp.cli.run._shared import ReleaseContext
-from shuffledp.data.domains import builtin_domain, builtin_domain_names
-from shuffledp.data.encoding import parse_domain
-from shuffledp.data.synthetic import zipf_histogram
-from shuffledp.protocols.base import ProtocolRun, ShuffleProtocol
+from shuffledp.data.domains import builtin_domain, builtin_domain_names, parse_domain
 from shuffledp.schemas import schema_id
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from shuffledp.protocols.base import ProtocolRun, ShuffleProtocol
 
 __all__ = ["SimulationSetup", "add_simulate_options", "prepare_simulation", "run_simulation"]
 
@@ -127,6 +127,10 @@ class SimulationSetup:
 
 
 def _histogram(args: argparse.Namespace, n: int, d: int) -> NDArray[np.int64]:
+    import numpy as np
+
+    from shuffledp.data.synthetic import zipf_histogram
+
     if args.data == "uniform":
         hist = np.full(d, n // d, dtype=np.int64)
         hist[: n - int(hist.sum())] += 1
@@ -176,7 +180,10 @@ def run_simulation(
     to_dict: Callable[[ProtocolRun, ReleaseContext], dict[str, Any]],
 ) -> int:
     """Simulate on the chosen backend, estimate each replicate, write the JSON and a summary."""
+    import numpy as np
+
     from shuffledp._optional import require
+    from shuffledp.protocols.base import ProtocolRun
 
     require("pyarrow", extra="parquet")
     from shuffledp.backends.base import make_backend

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shuffledp.cli.run._shared import ReleaseContext
 from shuffledp.cli.run.flip import add_flip_arguments, fake_users_option, flip_run_to_dict
@@ -12,8 +12,9 @@ from shuffledp.cli.simulate._shared import (
     prepare_simulation,
     run_simulation,
 )
-from shuffledp.protocols.base import ProtocolRun
-from shuffledp.protocols.flip import FlipProtocol
+
+if TYPE_CHECKING:
+    from shuffledp.protocols.base import ProtocolRun
 
 NAME = "flip"
 HELP = "FLIP: bit flipping plus fake users"
@@ -28,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     """Calibrate FLIP for n users and simulate it (Alg. 1-3 of the FLIP paper)."""
+    from shuffledp.protocols.flip import FlipProtocol
+
     setup = prepare_simulation(args)
     fake = fake_users_option(args)
     protocol = FlipProtocol.calibrated(

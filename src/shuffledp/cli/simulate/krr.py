@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shuffledp.cli.run._shared import ReleaseContext, run_to_dict
 from shuffledp.cli.run.krr import add_krr_arguments, epsilon0_option
@@ -12,8 +12,9 @@ from shuffledp.cli.simulate._shared import (
     prepare_simulation,
     run_simulation,
 )
-from shuffledp.protocols.base import ProtocolRun
-from shuffledp.protocols.krr import KRRProtocol
+
+if TYPE_CHECKING:
+    from shuffledp.protocols.base import ProtocolRun
 
 NAME = "krr"
 HELP = "k-randomized response, one message per user"
@@ -28,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     """Calibrate k-RR for n users and simulate it (Def. 5 and App. B of the k-RR paper)."""
+    from shuffledp.protocols.krr import KRRProtocol
+
     setup = prepare_simulation(args)
     epsilon0 = epsilon0_option(args)
     protocol = KRRProtocol.calibrated(

@@ -20,8 +20,12 @@ from typing import Any
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.cli._common import checked, integer, number, writable
-from shuffledp.data.domains import builtin_domain, builtin_domain_names, read_domain_file
-from shuffledp.data.encoding import parse_domain
+from shuffledp.data.domains import (
+    builtin_domain,
+    builtin_domain_names,
+    parse_domain,
+    read_domain_file,
+)
 
 NAME = "create"
 HELP = "create a task: calibrated parameters, domain, minimum batch, analyzer key pair"
