@@ -277,7 +277,7 @@ def test_run_segmented_more_bad_options(sets_file, tmp_path, capsys):
         capsys,
         out,
     )
-    assert "fewer than items_per_user=2" in _bad(
+    assert "fewer than --items-per-user 2 items" in _bad(
         [*(a for a in argv if a != "--padding"), "--no-padding"],
         capsys,
         out,

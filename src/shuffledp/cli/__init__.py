@@ -26,6 +26,7 @@ from typing import Any
 from shuffledp import __version__
 from shuffledp._files import forget_created_outputs, remove_created_outputs
 from shuffledp._validation import ShuffleDPError
+from shuffledp._wording import command_line_message
 from shuffledp.cli._common import Parser, UsageError
 from shuffledp.cli._registry import command_modules
 
@@ -113,7 +114,8 @@ def _run(argv: Sequence[str] | None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except (ShuffleDPError, FileNotFoundError) as exc:
-        print(f"shuffledp: error: {exc}", file=sys.stderr)
+        # Shared messages name Python parameters; their Worded form names the flags.
+        print(f"shuffledp: error: {command_line_message(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(

@@ -26,6 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from shuffledp._validation import DataError, InvalidParameterError
+from shuffledp._wording import Parameter, Worded
 
 __all__ = [
     "BUILTIN_DOMAINS",
@@ -170,8 +171,15 @@ def read_domain_file(path: str | Path, encoding: str = "utf-8") -> list[str]:
         raise InvalidParameterError(f"encoding {encoding!r} is not a known text encoding") from None
     except UnicodeDecodeError as exc:
         raise DataError(
-            f"domain file {path} is not valid {encoding} text ({exc.reason} at byte "
-            f"{exc.start}); give its encoding, e.g. encoding='latin-1'"
+            Worded(
+                "domain file {path} is not valid {encoding} text ({reason} at byte {start}); "
+                "give its encoding, e.g. {option}",
+                path=path,
+                encoding=encoding,
+                reason=exc.reason,
+                start=exc.start,
+                option=Parameter("encoding", "latin-1"),
+            )
         ) from None
     text = text.removeprefix("\ufeff")
     lines = text.split("\n")

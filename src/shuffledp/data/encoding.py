@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from shuffledp._validation import DataError, InvalidParameterError
+from shuffledp._wording import Parameter, Worded
 from shuffledp.data.domains import check_domain, parse_domain
 
 __all__ = [
@@ -412,22 +413,37 @@ class BinEncoder:
             return None
         value, row = self.outside_example
         return DataError(
-            f"value {value!r} in {self.where} ({self.row_label(row)}) is not in the domain; "
-            f"{self.outside:,} value(s) are outside it{self._near_miss_hint()}; add the "
-            "missing labels to the domain, or count such values in one bin with other=LABEL"
+            Worded(
+                "value {value} in {where} ({row}) is not in the domain; {count} value(s) are "
+                "outside it{hint}; add the missing labels to the domain, or count such values "
+                "in one bin with {other}",
+                value=repr(value),
+                where=self.where,
+                row=self.row_label(row),
+                count=f"{self.outside:,}",
+                hint=self._near_miss_hint(),
+                other=Parameter("other", placeholder="LABEL"),
+            )
         )
 
     def missing_error(self, remedy: str) -> DataError | None:
         """The error for missing values (``None`` if there are none).
 
         Args:
-            remedy: How the caller can drop them, appended to the message.
+            remedy: How the caller can drop them, appended to the message (a
+                :class:`~shuffledp._wording.Worded` keeps its command-line spelling).
         """
         if not self.missing or self.first_missing is None:
             return None
         return DataError(
-            f"{self.missing:,} value(s) in {self.where} are missing "
-            f"({describe_missing(self._na)}), first at {self.row_label(self.first_missing)}{remedy}"
+            Worded(
+                "{count} value(s) in {where} are missing ({missing}), first at {row}{remedy}",
+                count=f"{self.missing:,}",
+                where=self.where,
+                missing=describe_missing(self._na),
+                row=self.row_label(self.first_missing),
+                remedy=remedy,
+            )
         )
 
     def notes(self) -> list[str]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from shuffledp._validation import DataError, InvalidParameterError
+from shuffledp._wording import Parameter, Worded
 
 __all__ = [
     "SNIFFED_DELIMITERS",
@@ -109,8 +110,14 @@ def open_binary(
 def decode_error(path: Path, encoding: str, reason: str) -> DataError:
     """The error for bytes that are not valid text in ``encoding``."""
     return DataError(
-        f"{path} is not valid {encoding} text ({reason}); give the file's encoding with "
-        "encoding=... (--encoding), e.g. 'latin-1' or 'cp1252'"
+        Worded(
+            "{path} is not valid {encoding} text ({reason}); give the file's encoding with "
+            "{option}, e.g. 'latin-1' or 'cp1252'",
+            path=path,
+            encoding=encoding,
+            reason=reason,
+            option=Parameter("encoding", placeholder="..."),
+        )
     )
 
 
@@ -199,8 +206,13 @@ def read_csv_layout(
         if delimiter is None:
             found = " ".join(repr(d) for d in SNIFFED_DELIMITERS if d in first_line)
             raise DataError(
-                f"{path}: the header line contains several possible delimiters ({found}); "
-                "give the delimiter explicitly with delimiter=... (--delimiter)"
+                Worded(
+                    "{path}: the header line contains several possible delimiters ({found}); "
+                    "give the delimiter explicitly with {option}",
+                    path=path,
+                    found=found,
+                    option=Parameter("delimiter", placeholder="..."),
+                )
             )
     try:
         header = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])

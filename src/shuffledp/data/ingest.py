@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from shuffledp._rng import SeedLike
 from shuffledp._validation import DataError, InvalidParameterError
+from shuffledp._wording import Parameter, Worded
 from shuffledp.data.encoding import DEFAULT_NA_VALUES, INFERRED, BinEncoder
 from shuffledp.data.loaders import ColumnReader
 from shuffledp.data.users import UserIds, check_per_user
@@ -209,7 +210,10 @@ def load_values(
     if rows_read == 0:
         what = "a header but " if reader.format.kind == "csv" else ""
         raise DataError(f"{reader.path} has {what}no data rows")
-    remedy = "; drop such rows with drop_missing=True (--drop-missing), which reports how many"
+    remedy = Worded(
+        "; drop such rows with {drop}, which reports how many",
+        drop=Parameter("drop_missing", True),
+    )
     for error in (
         None if ids is None else ids.missing_error(),
         encoder.outside_error(),
@@ -223,8 +227,12 @@ def load_values(
     notes = list(reader.notes)
     if encoder.missing:
         notes.append(
-            f"{encoder.missing:,} row(s) with a missing value in {where} were dropped "
-            "(drop_missing)"
+            Worded(
+                "{count} row(s) with a missing value in {where} were dropped ({drop})",
+                count=f"{encoder.missing:,}",
+                where=where,
+                drop=Parameter("drop_missing", True),
+            )
         )
     duplicates = 0
     if ids is None:
@@ -241,8 +249,14 @@ def load_values(
         if duplicates:
             rule = "the first row" if per_user == "first" else "one row chosen at random"
             notes.append(
-                f"{one.users_with_several_rows:,} user(s) had several rows: each contributed "
-                f"{rule} (per_user={per_user!r}) and {duplicates:,} other row(s) were dropped"
+                Worded(
+                    "{users} user(s) had several rows: each contributed {rule} ({per_user}) "
+                    "and {duplicates} other row(s) were dropped",
+                    users=f"{one.users_with_several_rows:,}",
+                    rule=rule,
+                    per_user=Parameter("per_user", per_user),
+                    duplicates=f"{duplicates:,}",
+                )
             )
     del codes, keep
     if len(selected) == 0:

@@ -41,6 +41,7 @@ from numpy.typing import NDArray
 
 from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import DataError, InvalidParameterError, check_int
+from shuffledp._wording import Parameter, Worded
 from shuffledp.data.domains import check_domain
 from shuffledp.data.encoding import (
     DEFAULT_NA_VALUES,
@@ -164,9 +165,16 @@ def to_slots(
         count = int(short.sum())
         smallest = int(sizes.min())
         raise DataError(
-            f"{count:,} user(s) in {where} hold fewer than items_per_user={s} items "
-            f"(the smallest set has {smallest}); pad them with padding=True (--padding) "
-            "or lower items_per_user"
+            Worded(
+                "{count} user(s) in {where} hold fewer than {s} items (the smallest set has "
+                "{smallest}); pad them with {padding} or lower {lower}",
+                count=f"{count:,}",
+                where=where,
+                s=Parameter("items_per_user", s),
+                smallest=smallest,
+                padding=Parameter("padding", True),
+                lower=Parameter("items_per_user"),
+            )
         )
     d_msg = domain_size + (1 if padding else 0)
     out = np.full((n_users, s), domain_size, dtype=_item_dtype(d_msg))

@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 
 from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import DataError, InvalidParameterError
+from shuffledp._wording import Parameter, Worded, plural
 from shuffledp.data.encoding import TextBatch, describe_missing
 
 __all__ = [
@@ -301,9 +302,17 @@ class UserIds:
         beyond = int(counts.sum()) - len(counts)
         if several and per_user == "error":
             raise DataError(
-                f"{several:,} users in {self.where} have more than one row ({beyond:,} rows "
-                "beyond one per user); each user must contribute one value: choose "
-                "per_user='first' or per_user='sample' (--per-user) to keep one row per user"
+                Worded(
+                    "{several} in {where} {have} more than one row ({beyond} beyond one per "
+                    "user); each user must contribute one value: choose {first} or {sample} to "
+                    "keep one row per user",
+                    several=plural(several, "user"),
+                    where=self.where,
+                    have="has" if several == 1 else "have",
+                    beyond=plural(beyond, "row"),
+                    first=Parameter("per_user", "first"),
+                    sample=Parameter("per_user", "sample"),
+                )
             )
         first = order[starts]
         by_appearance = np.argsort(first)

@@ -48,6 +48,7 @@ from shuffledp._validation import (
     check_epsilon,
     check_int,
 )
+from shuffledp._wording import Parameter, Worded
 from shuffledp.accounting.segmented import SegmentedParameters, Variant, optimize_parameters
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.analyzers.segmented import pooled_estimate
@@ -235,8 +236,14 @@ def aggregate_levels(
         raise InvalidParameterError(f"level count mode must be 'exact' or 'dp', got {mode!r}")
     if epsilon is None or delta is None:
         raise InvalidParameterError(
-            "DP level counts need the level step's epsilon and delta (--level-epsilon, "
-            f"--level-delta); got epsilon={epsilon!r}, delta={delta!r}"
+            Worded(
+                "DP level counts need the level step's epsilon and delta ({epsilon}, {delta}); "
+                "got epsilon={got_epsilon}, delta={got_delta}",
+                epsilon=Parameter("level_epsilon"),
+                delta=Parameter("level_delta"),
+                got_epsilon=repr(epsilon),
+                got_delta=repr(delta),
+            )
         )
     if k < 2:
         raise InvalidParameterError(
@@ -633,9 +640,12 @@ class SegmentedProtocol:
         if level_estimate.mode == "exact":
             not_covered.insert(
                 0,
-                "the level histogram (users per privacy level): released exactly by Alg. 1 "
-                "step 1 (levels shuffled without noise, as in the paper's experiments); use "
-                "DP level counts to protect it",
+                Worded(
+                    "the level histogram (users per privacy level): released exactly by Alg. 1 "
+                    "step 1 (levels shuffled without noise, as in the paper's experiments); use "
+                    "{dp} to protect it",
+                    dp=Parameter("level_counts", "dp"),
+                ),
             )
         assumptions = [
             "the shuffler is trusted to hide who sent each message and in which order",

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from shuffledp import __version__
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
+from shuffledp._wording import command_line_document, for_command_line
 from shuffledp.cli._choices import DEFAULT_NA_VALUES
 from shuffledp.cli._common import checked, integer, number, writable, write_atomically
 from shuffledp.data.domains import (
@@ -457,8 +458,13 @@ def _summary(result: dict[str, Any], data: RunInput, destination: str) -> list[s
     if data.loaded.user_column is None:
         lines.append("assumed one row per user (give --user-column to enforce one value per user)")
     calibration_notes = [note for note in result["notes"] if note not in data.release_notes]
-    lines += [f"note: {note}" for note in (*data.operator_notes, *calibration_notes)]
-    lines += [f"warning: not covered by the guarantee: {item}" for item in privacy["not_covered"]]
+    lines += [
+        f"note: {for_command_line(note)}" for note in (*data.operator_notes, *calibration_notes)
+    ]
+    lines += [
+        f"warning: not covered by the guarantee: {for_command_line(item)}"
+        for item in privacy["not_covered"]
+    ]
     return lines
 
 
@@ -500,7 +506,7 @@ def write_release(
         from shuffledp.plotting import plot_histogram_estimate
 
         plot_histogram_estimate(estimate, plot, title=title)
-    text = json.dumps(result, indent=2) + "\n"
+    text = json.dumps(command_line_document(result), indent=2) + "\n"
     if output is None:
         sys.stdout.write(text)
         destination = "stdout"

@@ -20,6 +20,7 @@ from shuffledp._validation import (
     check_epsilon,
     check_int,
 )
+from shuffledp._wording import for_command_line
 from shuffledp.cli._choices import (
     SEGMENTED_BLANKET_GRID,
     SEGMENTED_LEVEL_COUNT_MODES,
@@ -296,8 +297,11 @@ def _summary(
         f"[{privacy['method']}], m={result['parameters']['blanket_rate']:g}; "
         f"result: {destination}"
     ]
-    lines += [f"note: {note}" for note in (*data.notes, *chosen)]
-    lines += [f"warning: not covered by the guarantee: {item}" for item in privacy["not_covered"]]
+    lines += [f"note: {for_command_line(note)}" for note in (*data.notes, *chosen)]
+    lines += [
+        f"warning: not covered by the guarantee: {for_command_line(item)}"
+        for item in privacy["not_covered"]
+    ]
     return lines
 
 
