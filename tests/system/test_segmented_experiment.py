@@ -20,11 +20,12 @@ VERDICTS = {
     "error_reduction_50",
     "error_reduction_70",
     "best_m",
+    "best_m_decreases_with_n",
     "n_scaling",
     "messages_per_user",
     "best_m_below_4",
 }
-OUTCOMES = {"reproduced", "contradicted", "mixed", "untestable"}
+OUTCOMES = {"reproduced", "contradicted", "mixed", "inconclusive", "untested"}
 
 
 def test_quick_run_writes_csv_json_and_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
@@ -47,6 +48,10 @@ def test_quick_run_writes_csv_json_and_figures(tmp_path: Path, capsys: pytest.Ca
     stdout, err = capsys.readouterr()
     assert code == 0, err
     assert "verdicts" in stdout and "wrote" in stdout
+    # --quick says which verdicts it cannot test, and why.
+    cannot = next(line for line in stdout.splitlines() if line.startswith("--quick cannot test"))
+    for key in ("best_m ", "best_m_decreases_with_n", "n_scaling", "best_m_below_4"):
+        assert key in cannot
     csv_path = out / "segmented_synthetic.csv"
     json_path = out / "segmented_synthetic_summary.json"
     for path in (
@@ -87,12 +92,30 @@ def test_quick_run_writes_csv_json_and_figures(tmp_path: Path, capsys: pytest.Ca
     for verdict in summary["verdicts"].values():
         assert verdict["verdict"] in OUTCOMES
         assert "claim" in verdict and "evidence" in verdict
-    assert summary["verdicts"]["n_scaling"]["verdict"] == "untestable"
+    # One n, and a grid that stops at 4: these claims cannot be tested (never "reproduced").
+    for key in ("n_scaling", "best_m_decreases_with_n", "best_m", "best_m_below_4"):
+        verdict = summary["verdicts"][key]
+        assert verdict["verdict"] == "untested" and verdict["note"], key
+        assert set(verdict["verdict_by_accounting"].values()) == {"untested"}
+    assert "4.01" in summary["verdicts"]["best_m_below_4"]["note"]
     entry = summary["settings"][0]
     assert entry["n"] == 5000 and entry["items_per_user"] == 4 and entry["shares"] == "S1"
     assert entry["best_baseline"] in entry["baselines"]
     assert math.isfinite(entry["ours"]["exact"]["mse"])
-    assert summary["eq7"]["unsafe_at_integer_m"] >= 1
+    eq7 = summary["eq7"]
+    assert eq7["uncertified_at_integer_m"] >= 1
+    # Not certified is not "not private": each such point carries a concrete pair's delta.
+    assert eq7["uncertified"] and all(
+        u["lower_bound_delta"] is not None and u["lower_bound_delta"] >= 0
+        for u in eq7["uncertified"]
+    )
+    assert eq7["shown_not_private_count"] == sum(
+        1 for u in eq7["uncertified"] if u["lower_bound_delta_over_target"] > 1
+    )
+    # The lambda figure's integer m: 1, 2 and 3 are computed beside the grid (0.5, 2.01, 4).
+    off_grid = sorted(p["blanket_rate"] for p in eq7["points"] if not p["on_grid"])
+    assert off_grid == [1.0, 2.0, 3.0]
+    assert eq7["operating_points"] == 3 * 3
     assert summary["dummy_vs_paper"]["best"]["mse_ratio_dummy_over_paper"] > 0
 
 

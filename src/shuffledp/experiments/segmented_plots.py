@@ -8,7 +8,10 @@
   jumps (γ = 1).
 * ``segmented_<data>_lambda.png``: λ_k(m) from the exact accountant and from
   Eq. 7, what the exact accountant certifies for Eq. 7's λ_k (δ over the
-  target), and the exact per-slot δ′ over Lemma 3's at Eq. 7's λ_k.
+  target), and the exact per-slot δ′ over Lemma 3's at Eq. 7's λ_k. Lines
+  join only the grid points inside one interval (k, k + 1); every integer m
+  in the grid's range (computed for this figure when the grid lacks it) is a
+  point of its own, because λ jumps there (γ = 1).
 """
 
 from __future__ import annotations
@@ -138,6 +141,45 @@ def _mse_figure(plt: Any, rows: list[dict[str, Any]], out: Path, data: str, n: i
     return path
 
 
+def _runs(m: np.ndarray) -> list[np.ndarray]:
+    """Indices of the non-integer m, in runs that share one interval (k, k + 1)."""
+    inside = [i for i in np.argsort(m) if m[i] != math.floor(m[i])]
+    runs: list[list[int]] = []
+    for i in inside:
+        if runs and math.floor(m[runs[-1][-1]]) == math.floor(m[i]):
+            runs[-1].append(int(i))
+        else:
+            runs.append([int(i)])
+    return [np.array(r, dtype=np.int64) for r in runs]
+
+
+def _draw(
+    ax: Any, m: np.ndarray, y: np.ndarray, colour: str, marker: str, style: str, label: str
+) -> None:
+    """Plot y against m: lines within each (k, k + 1), the integer m as points of their own."""
+    for j, run in enumerate(_runs(m)):
+        ax.plot(
+            m[run],
+            y[run],
+            marker=marker,
+            linestyle=style,
+            color=colour,
+            ms=3,
+            label=label if j == 0 else None,
+        )
+    integer = np.array([v == math.floor(v) for v in m], dtype=bool)
+    if np.any(integer):
+        ax.plot(
+            m[integer],
+            y[integer],
+            marker=marker,
+            linestyle="none",
+            color=colour,
+            ms=6,
+            markerfacecolor="none",
+        )
+
+
 def _lambda_figure(
     plt: Any, eq7: dict[str, Any], levels: list[float], out: Path, data: str
 ) -> Path:
@@ -153,12 +195,10 @@ def _lambda_figure(
             colour = _LEVEL_COLOURS[k % len(_LEVEL_COLOURS)]
             exact = np.array([p["lambda_exact"][k] for p in pts])
             paper = np.array([p["lambda_eq7"][k] for p in pts])
-            axes[0][col].plot(m, exact, "o-", color=colour, ms=3, label=f"E={eps:g}: exact")
-            axes[0][col].plot(m, paper, "s--", color=colour, ms=3, label=f"E={eps:g}: Eq. 7")
+            _draw(axes[0][col], m, exact, colour, "o", "-", f"E={eps:g}: exact")
+            _draw(axes[0][col], m, paper, colour, "s", "--", f"E={eps:g}: Eq. 7")
             ratio = np.array([p["eq7_certified_delta_over_target"][k] for p in pts])
-            axes[1][col].plot(
-                m, np.maximum(ratio, 1e-3), "o-", color=colour, ms=3, label=f"E={eps:g}"
-            )
+            _draw(axes[1][col], m, np.maximum(ratio, 1e-3), colour, "o", "-", f"E={eps:g}")
             slot = np.array(
                 [
                     p["slot_delta_exact"][k] / p["slot_delta_lemma3"][k]
@@ -167,7 +207,7 @@ def _lambda_figure(
                     for p in pts
                 ]
             )
-            axes[2][col].plot(m, slot, "o-", color=colour, ms=3, label=f"E={eps:g}")
+            _draw(axes[2][col], m, slot, colour, "o", "-", f"E={eps:g}")
         n, s = key
         axes[0][col].set_title(f"n={n:,}, s={s}", fontsize=9)
         axes[0][col].set_ylabel("λ_k")
@@ -190,10 +230,11 @@ def _lambda_figure(
     axes[0][0].legend(fontsize=6.5)
     axes[1][0].legend(fontsize=6.5)
     fig.suptitle(
-        f"{data}: report probabilities from the exact accountant and from Eq. 7 (Lemma 3, Thm 3)",
+        f"{data}: report probabilities from the exact accountant and from Eq. 7 (Lemma 3, Thm 3)\n"
+        "lines join m inside one (k, k + 1); open markers: integer m, where λ jumps (γ = 1)",
         fontsize=10,
     )
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     path = out / f"segmented_{data}_lambda.png"
     save_figure(fig, path, dpi=110)
     plt.close(fig)

@@ -62,7 +62,7 @@ SCHEMA_VERSIONS: Mapping[str, int] = {
     "task": 1,
     "submission": 1,
     "message-dataset": 1,
-    "experiment-segmented-summary": 1,
+    "experiment-segmented-summary": 2,
     "experiment-per-user-summary": 1,
     "experiment-near-central-summary": 1,
     "augmented-release": 1,

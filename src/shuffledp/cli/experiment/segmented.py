@@ -121,15 +121,26 @@ def _print(summary: dict[str, Any]) -> None:
             f"{pa.get('best_m', math.nan):>8.3g}{fmt(pa.get('mse', math.nan)):>11s}  "
             f"{name:<16s}{fmt(base.get('mse', math.nan)):>10s}{ratio:>10.3f}"
         )
-    print("verdicts (exact accounting; paper accounting in brackets):")
+    print("verdicts (exact accounting; paper accounting in brackets; per n where they differ):")
+    untested = []
     for key, verdict in summary["verdicts"].items():
         other = verdict.get("verdict_by_accounting", {}).get("paper")
         extra = f" [{other}]" if other else ""
-        print(f"  {key:<22s}{verdict['verdict']}{extra}: {verdict['claim']}")
+        groups = verdict.get("groups", {}).get("exact", {})
+        if len(set(groups.values())) > 1:
+            extra += " (" + "; ".join(f"{g}: {v}" for g, v in groups.items()) + ")"
+        print(f"  {key:<24s}{verdict['verdict']}{extra}: {verdict['claim']}")
+        if verdict["verdict"] == "untested":
+            untested.append(f"{key} ({verdict.get('note') or 'no evidence'})")
+    if untested:
+        label = "--quick cannot test" if cfg.get("quick") else "this run cannot test"
+        print(f"{label}: " + "; ".join(untested))
     eq7 = summary["eq7"]
+    shown = eq7["shown_not_private_count"]
     print(
-        f"Eq. 7: the exact accountant finds {eq7['unsafe_count']} of {eq7['operating_points']} "
-        f"(level, m) points unsafe ({eq7['unsafe_at_integer_m']} at integer m)"
+        f"Eq. 7: its lambda is not certified at {eq7['uncertified_count']} of "
+        f"{eq7['operating_points']} (level, m) points ({eq7['uncertified_at_integer_m']} at "
+        f"integer m); a concrete dataset pair shows {shown} of them not private"
     )
     dummy = summary.get("dummy_vs_paper")
     if dummy and "best" in dummy:
