@@ -33,15 +33,29 @@ from shuffledp.cli._registry import command_modules
 __all__ = ["build_parser", "main"]
 
 
-def build_parser() -> Parser:
-    """Return the parser of the whole command line."""
+def build_parser(argv: Sequence[str] | None = None) -> Parser:
+    """Return the parser of the command line.
+
+    Building it imports no numpy, scipy or protocol code: each command imports
+    what it uses when it runs.
+
+    Args:
+        argv: The arguments it will parse. The command family they name (the
+            first argument that is not an option) is then the only one whose
+            sub-commands are declared, so ``shuffledp --version`` or ``shuffledp
+            run flip --help`` does not import every command module. ``None``
+            declares every command.
+    """
     from shuffledp import cli
 
+    chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
     parser = Parser(prog="shuffledp", description="Differential privacy in the shuffle model.")
     parser.add_argument("--version", action="version", version=f"shuffledp {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for family in command_modules(cli):
-        family.add_arguments(commands.add_parser(family.NAME, help=family.HELP))
+        command = commands.add_parser(family.NAME, help=family.HELP)
+        if chosen is None or chosen == family.NAME:
+            family.add_arguments(command)
     return parser
 
 
@@ -94,8 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
+        arguments = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(arguments)
+        args = parser.parse_args(arguments)
         handler: Callable[..., int] = args.handler
         code = handler(args)
         if argv is None:

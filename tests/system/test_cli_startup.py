@@ -1,0 +1,160 @@
+"""Start-up of the command line: what it imports, what ``--help`` lists, Ctrl-C during imports.
+
+``shuffledp --version`` used to import scipy's optimizers and the accountant
+(0.6-1.6 s). Importing the package and building the parser now load none of
+the heavy machinery; each command imports what it uses when it runs
+(``benchmarks/cli_startup.py`` measures the times).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import shuffledp
+import shuffledp.cli
+from shuffledp.cli._registry import command_modules
+
+EXE = str(Path(sys.executable).with_name("shuffledp"))
+
+#: Modules (with their sub-modules) that the parser must not load: the issue's four, and
+#: everything else a command pulls in only when it runs.
+FORBIDDEN = (
+    "scipy.optimize",
+    "pandas",
+    "pyspark",
+    "matplotlib",
+    "scipy",
+    "numpy",
+    "pyarrow",
+    "tqdm",
+    "dp_accounting",
+    "httpx",
+    "starlette",
+    "uvicorn",
+    "shuffledp.accounting",
+    "shuffledp.protocols",
+    "shuffledp.randomizers",
+    "shuffledp.analyzers",
+    "shuffledp.shuffler",
+    "shuffledp.experiments",
+    "shuffledp.backends",
+    "shuffledp.service.client",
+)
+
+
+def _loaded_after(code: str) -> list[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    modules: list[str] = json.loads(out.splitlines()[-1])
+    return modules
+
+
+def _heavy(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)]
+
+
+def test_import_of_the_cli_loads_no_heavy_module() -> None:
+    modules = _loaded_after("import shuffledp.cli")
+    assert "shuffledp.cli" in modules
+    assert _heavy(modules) == []
+
+
+def test_building_every_command_of_the_parser_loads_no_heavy_module() -> None:
+    modules = _loaded_after("from shuffledp.cli import build_parser\nbuild_parser()")
+    assert "shuffledp.cli.run.flip" in modules and "shuffledp.cli.account.delta" in modules
+    assert _heavy(modules) == [], "import these inside the command's handler"
+
+
+def test_import_shuffledp_is_light_and_every_public_name_still_imports() -> None:
+    assert _heavy(_loaded_after("import shuffledp")) == []
+    code = (
+        "import shuffledp\n"
+        "from shuffledp import *\n"
+        "missing = [n for n in shuffledp.__all__ if n not in globals()]\n"
+        "assert not missing, missing\n"
+        "assert set(shuffledp.__all__) <= set(dir(shuffledp))\n"
+        "from shuffledp import FlipProtocol, secure_permutation, compose\n"
+        "assert FlipProtocol.__module__ == 'shuffledp.protocols.flip'\n"
+    )
+    assert "shuffledp.protocols.flip" in _loaded_after(code)
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        shuffledp.not_a_name  # noqa: B018
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([EXE, *argv], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_help_lists_every_command_and_every_family_lists_its_commands() -> None:
+    top = _run("--help")
+    assert top.returncode == 0, top.stderr
+    families = command_modules(shuffledp.cli)
+    assert len(families) >= 9
+    for family in families:
+        assert f"    {family.NAME}" in top.stdout, family.NAME
+        if not hasattr(family, "__path__"):  # a single command such as demo
+            continue
+        listed = _run(family.NAME, "--help")
+        assert listed.returncode == 0, listed.stderr
+        for module in command_modules(family):  # type: ignore[arg-type]
+            assert f"    {module.NAME}" in listed.stdout, (family.NAME, module.NAME)
+
+
+def test_version_and_python_dash_m() -> None:
+    expected = f"shuffledp {shuffledp.__version__}\n"
+    assert _run("--version").stdout == expected
+    module = subprocess.run(
+        [sys.executable, "-m", "shuffledp", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (module.returncode, module.stdout) == (0, expected)
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+#: A command whose imports (numpy, scipy, the accountant) take most of its time.
+KRR = ["account", "krr", "--n", "1000", "--domain-size", "10", "--epsilon", "1", "--delta", "1e-6"]
+
+#: CPU seconds at which to interrupt: past the interpreter's start and ``import
+#: shuffledp.cli`` (about 0.04 s of CPU), inside the command's own imports of numpy,
+#: scipy and the accountant (which end at about 0.7 s of CPU).
+DURING_IMPORTS = (0.12, 0.25, 0.45)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+@pytest.mark.parametrize("cpu", DURING_IMPORTS)
+def test_ctrl_c_while_a_command_imports_is_one_line_and_exit_130(cpu: float) -> None:
+    process = subprocess.Popen(
+        [EXE, *KRR],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        while process.poll() is None and _cpu_seconds(process.pid) < cpu:
+            time.sleep(0.005)
+    except OSError:
+        pass  # it ended meanwhile
+    if process.poll() is not None:
+        pytest.skip("the command finished before the interrupt")
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert (process.returncode, err) == (130, "shuffledp: interrupted\n")
