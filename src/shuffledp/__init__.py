@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from shuffledp._rng import child_seeds, make_rng
     from shuffledp.accounting.augmented import augmented_delta
     from shuffledp.accounting.calibration import calibrate_flip_q
-    from shuffledp.accounting.compose import compose, reports_from_json
+    from shuffledp.accounting.compose import compose, populations_from_json, reports_from_json
     from shuffledp.accounting.correlated import correlated_delta
     from shuffledp.accounting.flip import (
         flip_delta,
@@ -113,6 +113,7 @@ __all__ = [
     "paper_error_bound",
     "paper_flip_q",
     "paper_min_fake_users",
+    "populations_from_json",
     "reports_from_json",
     "secure_permutation",
     "top_t",
@@ -161,6 +162,7 @@ _LAZY: dict[str, str] = {
     "paper_min_fake_users": "shuffledp.accounting.flip_paper",
     "PrivacyReport": "shuffledp.privacy",
     "ProtocolRun": "shuffledp.protocols",
+    "populations_from_json": "shuffledp.accounting.compose",
     "reports_from_json": "shuffledp.accounting.compose",
     "secure_permutation": "shuffledp.shuffler",
     "ShuffledBatch": "shuffledp.messages",

@@ -115,15 +115,17 @@ class PrivacyReport:
         *others: PrivacyReport,
         delta: float | None = None,
         epsilon: float | None = None,
+        same_users: bool = False,
     ) -> PrivacyReport:
         """Return the guarantee of this release together with ``others`` on the same users.
 
         See :func:`shuffledp.accounting.compose.compose` (PLD composition of the
-        releases' dominating pairs, or basic composition when that is tighter).
+        releases' dominating pairs, or basic composition when that is tighter;
+        releases of different n need ``same_users=True``).
         """
         from shuffledp.accounting.compose import compose
 
-        return compose(self, *others, delta=delta, epsilon=epsilon)
+        return compose(self, *others, delta=delta, epsilon=epsilon, same_users=same_users)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dictionary."""

@@ -148,7 +148,7 @@ def test_never_worse_than_basic():
         [krr_report(epsilon=2.0, n=1000, epsilon0=3.0)],
         [flip_report(), flip_report(epsilon=0.5)],
     ):
-        out = compose(*reports)
+        out = compose(*reports, same_users=True)  # (different n: asserted)
         eps, delta = basic_composition(reports)
         assert out.epsilon <= eps
         assert out.delta == pytest.approx(delta)
@@ -174,8 +174,11 @@ def test_compose_rejects_bad_input():
     other = PrivacyReport(ApproxDP(1.0, 1e-6), "x", BoundKind.UPPER, 10, neighbouring="add-remove")
     with pytest.raises(InvalidParameterError, match="neighbouring"):
         compose(report, other)
-    with pytest.raises(InvalidParameterError, match="default target delta"):
-        compose(other_report(delta=0.0))
+    # pure DP throughout: the default target is δ = 0 and the total is the sum of the ε
+    pure = compose(other_report(delta=0.0), other_report(epsilon=0.5, delta=0.0))
+    assert (pure.epsilon, pure.delta, pure.method) == (1.5, 0.0, BASIC_COMPOSITION_METHOD)
+    with pytest.raises(InvalidParameterError, match="same_users"):
+        compose(report, other_report())
     # below a pure guarantee's ε only the (ε, δ) pair answers: δ = (e − e^0.5)/(1 + e)
     below = compose(other_report(epsilon=1.0, delta=0.0), epsilon=0.5)
     assert below.delta == pytest.approx((math.e - math.exp(0.5)) / (1 + math.e), rel=1e-3)
@@ -190,7 +193,7 @@ def test_reports_from_json_round_trips():
     run_output = {"protocol": "krr", "privacy": objs[0], "estimate": {}}
     assert reports_from_json([run_output]) == reports[:1]
     assert reports_from_json(objs[0]) == reports[:1]
-    composed = compose(*reports_from_json(objs))
+    composed = compose(*reports_from_json(objs), same_users=True)
     assert composed.epsilon <= 3.0
 
 
@@ -199,7 +202,7 @@ def test_reports_from_json_round_trips():
     [
         ({"bound": "lower"}, "bound='lower'"),
         ({"bound": "reproduction"}, "not a guarantee"),
-        ({"method": "mystery", "epsilon": None}, "method is unknown"),
+        ({"method": "mystery", "epsilon": None}, "all that composes, so give them"),
         ({"epsilon": -1.0}, "no usable"),
         ({"delta": 1.0}, "no usable"),
         ({"n": 0}, "n >= 1"),
@@ -226,7 +229,8 @@ def test_context_is_carried_through():
         assumptions=["one row per user", "trusted shuffler"], not_covered=["the domain"]
     )
     out = compose(first, second)
-    assert out.assumptions == ("one row per user", "trusted shuffler")
+    assert out.assumptions[0].startswith("the 2 releases are taken to be on the same users")
+    assert out.assumptions[1:] == ("one row per user", "trusted shuffler")
     assert out.not_covered == ("the domain",)
     assert reports_from_json([second.to_dict()]) == [second]
     obj = second.to_dict()

@@ -20,15 +20,31 @@ guarantee for all of them:
 Both are computed; the tighter one at the target is reported, and ``method``
 says which (``"pld-composition"`` or ``"basic-composition"``).
 
-:func:`reports_from_json` rebuilds reports from the ``privacy`` objects that
-``shuffledp run flip|krr`` writes, so that saved runs can be composed.
+:func:`reports_from_json` rebuilds reports from every release the package
+writes (``run`` of each protocol, the analyzer service's releases, ``demo``,
+``simulate``, ``account compose --json``, or their ``privacy`` objects), so
+that saved releases can be composed; :func:`populations_from_json` reads what
+each release records about its users.
+
+**The same users.** Composition states a total for people who are in several
+releases. Releases are taken to cover the same users only when they record the
+same number of users ``n``, the same domain, the same user column and the same
+input (file, or service task), as far as they record them
+(:class:`Population`); releases that differ are an error unless the caller
+asserts that they cover the same people (``same_users=True``, ``--same-users``).
+The composed report states which of the two it was.
+
+**A personalized release** (``run segmented``: one guarantee per privacy level)
+enters at its weakest level, (maxₖ εₖ, maxₖ δₖ), which covers every user whatever
+their level (:func:`weakest_level`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
@@ -54,10 +70,13 @@ __all__ = [
     "FLIP_CERTIFICATE_METHOD",
     "KRR_CERTIFICATE_METHOD",
     "PLD_COMPOSITION_METHOD",
+    "Population",
     "basic_composition",
     "compose",
     "dominating_pair",
+    "populations_from_json",
     "reports_from_json",
+    "weakest_level",
 ]
 
 #: ``method`` of FLIP's privacy reports (:data:`shuffledp.protocols.flip.FLIP_PRIVACY_METHOD`).
@@ -143,26 +162,217 @@ def basic_composition(reports: Iterable[PrivacyReport]) -> tuple[float, float]:
     return math.fsum(r.epsilon for r in items), math.fsum(r.delta for r in items)
 
 
+def weakest_level(reports: Sequence[PrivacyReport]) -> PrivacyReport:
+    """Return one report for a personalized release: its weakest level, (maxₖ εₖ, maxₖ δₖ).
+
+    A personalized release (``run segmented``, :attr:`SegmentedRun.privacy`)
+    states one (εₖ, δₖ) per privacy level, each for the users of that level.
+    Every user, whatever their level, is then (maxₖ εₖ, maxₖ δₖ)-DP, which is
+    what this report states; composing it with other releases gives a total
+    that holds for every user. ``parameters`` keep every level's (εₖ, δₖ).
+
+    Args:
+        reports: The levels' reports: ``upper`` (or ``exact``) bounds of one
+            method, one n and one neighbouring relation.
+
+    Raises:
+        InvalidParameterError: If there is no report, an item is not a
+            :class:`PrivacyReport`, or the levels differ in method, bound kind, n
+            or relation.
+    """
+    items = list(reports)
+    if not items or not all(isinstance(r, PrivacyReport) for r in items):
+        raise InvalidParameterError(
+            "a personalized release needs one PrivacyReport per level, got "
+            f"{[type(r).__name__ for r in items]}"
+        )
+    first = items[0]
+    for name in ("method", "n", "neighbouring", "bound"):
+        values = {str(getattr(r, name)) for r in items}
+        if len(values) > 1:
+            raise InvalidParameterError(
+                f"the levels of a personalized release differ in {name} ({sorted(values)}); "
+                "they must be the levels of one release"
+            )
+    epsilon = max(r.epsilon for r in items)
+    delta = max(r.delta for r in items)
+    return PrivacyReport(
+        guarantee=ApproxDP(epsilon, delta),
+        method=first.method,
+        bound=first.bound,
+        n=first.n,
+        neighbouring=first.neighbouring,
+        lower_bound_delta=None,
+        parameters={
+            "personalized": True,
+            "level_epsilons": [r.epsilon for r in items],
+            "level_deltas": [r.delta for r in items],
+        },
+        notes=(
+            f"a personalized release of {len(items)} levels, entered at its weakest level "
+            f"(the largest epsilon, {epsilon:g}, and the largest delta, {delta:.3g}), which "
+            "covers every user whatever their level"
+        ),
+        **_context(items),
+    )
+
+
+def _as_report(item: Any, i: int) -> PrivacyReport:
+    if isinstance(item, tuple | list) and item and all(isinstance(r, PrivacyReport) for r in item):
+        return weakest_level(item)
+    if not isinstance(item, PrivacyReport):
+        raise InvalidParameterError(
+            f"reports[{i}] must be a PrivacyReport (or a personalized release's tuple of "
+            f"them), got {type(item).__name__}"
+        )
+    return item
+
+
+#: Relations named before a colon that explains them (``"replace-one: two datasets ..."``).
+_NAMED_RELATIONS = ("replace-one", "add-remove")
+
+
+def _relation(report: PrivacyReport) -> str:
+    """The report's neighbouring relation, without the explanation some reports add."""
+    name = report.neighbouring.split(":", 1)[0].strip()
+    return name if name in _NAMED_RELATIONS else report.neighbouring
+
+
 def _check_reports(reports: tuple[Any, ...]) -> list[PrivacyReport]:
     if not reports:
         raise InvalidParameterError("compose needs at least one PrivacyReport, got none")
-    for i, report in enumerate(reports):
-        if not isinstance(report, PrivacyReport):
-            raise InvalidParameterError(
-                f"reports[{i}] must be a PrivacyReport, got {type(report).__name__}"
-            )
+    items = [_as_report(item, i) for i, item in enumerate(reports)]
+    for i, report in enumerate(items):
         if report.bound not in _COMPOSABLE_BOUNDS:
             raise InvalidParameterError(
                 f"reports[{i}] has bound={report.bound.value!r} (method {report.method!r}); "
                 "only upper (or exact) guarantees compose into a guarantee"
             )
-    relations = {r.neighbouring for r in reports}
+    relations: dict[str, list[str]] = {}
+    for report in items:
+        relations.setdefault(_relation(report), []).append(report.method)
     if len(relations) > 1:
-        raise InvalidParameterError(
-            f"reports use different neighbouring relations {sorted(relations)}; "
-            "composition needs one relation"
+        shown = "; ".join(
+            f"{relation!r} ({', '.join(dict.fromkeys(methods))})"
+            for relation, methods in relations.items()
         )
-    return list(reports)
+        raise InvalidParameterError(
+            f"the releases protect different neighbouring relations: {shown}; a total "
+            "guarantee needs one relation, so compose the releases of each relation "
+            "separately (or, for a release offering another relation such as run correlated "
+            "--neighbours, make it the others' relation)"
+        )
+    return items
+
+
+@dataclass(frozen=True)
+class Population:
+    """What a release records about the users it covers.
+
+    Compared by :func:`compose` to decide whether releases are on the same
+    users. ``None`` means the release does not record it (then it is not compared).
+
+    Attributes:
+        n: The number of users the release covers (for a service release, every
+            user of the batches it pools).
+        domain: The public domain's labels (a per-user release: its classes).
+        user_column: The column identifying users, or the text
+            :data:`ONE_ROW_PER_USER` when each row was taken as a user.
+        source: Where the users came from: the input file as given, or
+            ``"task <id>"`` for a release of the analyzer service.
+    """
+
+    n: int
+    domain: tuple[str, ...] | None = None
+    user_column: str | None = None
+    source: str | None = None
+
+    def recorded(self) -> dict[str, Any]:
+        """The fields this release records, by the name messages use."""
+        fields = {
+            "n": self.n,
+            "domain": self.domain,
+            "user column": self.user_column,
+            "input": self.source,
+        }
+        return {name: value for name, value in fields.items() if value is not None}
+
+
+#: :attr:`Population.user_column` of a release that took each row as a user.
+ONE_ROW_PER_USER = "(none: each row a user)"
+
+
+def _describe(name: str, values: list[Any]) -> str:
+    distinct = list(dict.fromkeys(values))
+    if name == "n":
+        shown = ", ".join(f"{v:,}" for v in distinct)
+    elif name == "domain":
+        shown = ", ".join(
+            f"{len(v)} labels [{', '.join(v[:3])}{', ...' if len(v) > 3 else ''}]" for v in distinct
+        )
+    else:
+        shown = ", ".join(repr(v) for v in distinct)
+    return f"{name} ({shown})"
+
+
+def _same_users(
+    items: list[PrivacyReport], populations: Sequence[Population] | None, same_users: bool
+) -> tuple[dict[str, Any], str]:
+    """Decide whether the releases are on the same users; return the record and statement."""
+    if populations is None:
+        pops = [Population(n=r.n) for r in items]
+    else:
+        pops = list(populations)
+        if len(pops) != len(items) or not all(isinstance(p, Population) for p in pops):
+            raise InvalidParameterError(
+                f"populations must hold one Population per report ({len(items)}), got "
+                f"{len(pops)} item(s)"
+            )
+    recorded = [p.recorded() for p in pops]
+    names = [name for name in ("n", "domain", "user column", "input") if name in recorded[0]]
+    compared = [name for name in names if all(name in r for r in recorded)]
+    not_recorded = [
+        name
+        for name in ("n", "domain", "user column", "input")
+        if name not in compared and any(name in r for r in recorded)
+    ]
+    differences = [
+        _describe(name, [r[name] for r in recorded])
+        for name in compared
+        if len({repr(r[name]) for r in recorded}) > 1
+    ]
+    record: dict[str, Any] = {
+        "basis": "asserted" if differences else "recorded",
+        "compared": compared,
+        "not_recorded": not_recorded,
+        "differences": differences,
+    }
+    count = len(items)
+    if differences and not same_users:
+        raise InvalidParameterError(
+            f"the {count} releases differ in {' and '.join(differences)}, so they may not "
+            "cover the same people; if they do (e.g. one release is on a subset of the "
+            "other's users), say so with same_users=True (--same-users), and the total "
+            "will state that assumption; releases on different people need no composition "
+            "(each person keeps the guarantee of the release they are in)"
+        )
+    if differences:
+        statement = (
+            f"the {count} releases cover the same people, as the caller asserted "
+            f"(same_users=True, --same-users), although they differ in "
+            f"{' and '.join(differences)}: the total holds for a person in all of them"
+        )
+    else:
+        statement = (
+            f"the {count} releases are taken to be on the same users: they record the same "
+            + ", ".join(compared)
+            + (
+                f" ({', '.join(not_recorded)} not recorded by every release)"
+                if not_recorded
+                else ""
+            )
+        )
+    return record, statement
 
 
 #: Context fields of PrivacyReport (what a guarantee assumes and does not cover),
@@ -217,10 +427,12 @@ def _pld_accountant(
 
 
 def compose(
-    *reports: PrivacyReport,
+    *reports: PrivacyReport | Sequence[PrivacyReport],
     delta: float | None = None,
     epsilon: float | None = None,
     discretization: float = 1e-4,
+    same_users: bool = False,
+    populations: Sequence[Population] | None = None,
 ) -> PrivacyReport:
     """Return one guarantee for several releases on the same users.
 
@@ -232,30 +444,52 @@ def compose(
     ``method`` ``"pld-composition"`` or ``"basic-composition"`` and the other
     recorded in ``parameters``.
 
-    The releases may have different numbers of users: each dominating pair uses
-    its own report's n, and a user absent from a release loses nothing in it.
-    The composed report's ``n`` is the largest of them; ``parameters["components"]``
-    lists each distinct release (method, ε, δ, n, parameters) with its
-    ``count``. What the releases assume and do not cover (``assumptions``,
-    ``not_covered``) is carried over, all of it. Releases must be chosen in
-    advance (their parameters not picked from earlier outputs).
+    When every release has δ = 0 and no target is given, the answer is pure
+    DP at δ = 0: (Σεᵢ, 0).
+
+    **The same users.** The releases are composed as releases on the same users.
+    They are taken to be so when their n (and, from ``populations``, their
+    domain, user column and input) agree; when any of these differ, the
+    releases may be on different people and composing them is an error unless
+    ``same_users=True`` asserts that they cover the same people (one release on
+    a subset of the other's users, say). Each dominating pair then uses its own
+    report's n, a user absent from a release loses nothing in it, and the
+    composed report's ``n`` is the largest. Its ``assumptions`` say which of the
+    two it was, and ``parameters["same_users"]`` records the ``basis``
+    (``"recorded"`` or ``"asserted"``), the fields ``compared`` and ``not_recorded``
+    and the ``differences``.
+
+    ``parameters["components"]`` lists each distinct release (method, ε, δ, n,
+    parameters) with its ``count``. What the releases assume and do not cover
+    (``assumptions``, ``not_covered``) is carried over, all of it. Releases must
+    be chosen in advance (their parameters not picked from earlier outputs).
 
     Args:
         *reports: The releases' reports (``upper`` or ``exact`` bounds); pass a
-            report several times for repeated releases.
+            report several times for repeated releases. A personalized release's
+            reports (one per level, e.g. ``SegmentedRun.privacy``) passed as one
+            tuple enter at their weakest level (:func:`weakest_level`).
         delta: Target δ in (0, 1) (default Σδᵢ).
         epsilon: Target ε > 0 instead of a target δ.
         discretization: Width of the privacy-loss grid (smaller: tighter, slower).
+        same_users: Assert that the releases cover the same people even though
+            what they record (n, domain, user column, input) differs.
+        populations: What each release records about its users, in the order
+            of ``reports`` (:func:`populations_from_json`); default: their n only.
 
     Returns:
         A :class:`PrivacyReport` with ``bound`` ``upper``.
 
     Raises:
         InvalidParameterError: No report, a non-report, a lower or reproduction
-            bound, mixed neighbouring relations, both targets given, a target
-            out of range, or no finite guarantee at the target.
+            bound, mixed neighbouring relations, releases that differ in what
+            they record about their users without ``same_users``, both targets
+            given, a target out of range, or no finite guarantee at the target.
     """
     items = _check_reports(reports)
+    if not isinstance(same_users, bool):
+        raise InvalidParameterError(f"same_users must be True or False, got {same_users!r}")
+    users_record, users_statement = _same_users(items, populations, same_users)
     if delta is not None and epsilon is not None:
         raise InvalidParameterError(
             f"give at most one of delta and epsilon, got delta={delta!r}, epsilon={epsilon!r}"
@@ -274,10 +508,6 @@ def compose(
                     f"the default target delta (the sum of the reports' deltas, {basic_delta:g}) "
                     "is not below 1; give delta"
                 )
-            if basic_delta == 0.0:
-                raise InvalidParameterError(
-                    "every report has delta = 0, so the default target delta is 0; give delta"
-                )
             target_delta = basic_delta
         else:
             target_delta = check_delta(delta)
@@ -285,16 +515,20 @@ def compose(
     pld_value: float | None = None
     kinds: list[str] = []
     pld_note = ""
-    try:
-        acc, kinds = _pld_accountant(items, float(discretization))
-    except MissingExtraError as exc:
-        pld_note = f"PLD composition not computed: {exc}"
+    if target_delta == 0.0:
+        # Pure DP throughout: (Σεᵢ, 0) is the composition at δ = 0 (no PLD needed).
+        pld_note = "every release has delta = 0: pure composition, the sum of the epsilons"
     else:
-        if target_delta is not None:
-            pld_value = acc.epsilon(target_delta)
+        try:
+            acc, kinds = _pld_accountant(items, float(discretization))
+        except MissingExtraError as exc:
+            pld_note = f"PLD composition not computed: {exc}"
         else:
-            assert target_eps is not None
-            pld_value = acc.delta(target_eps)
+            if target_delta is not None:
+                pld_value = acc.epsilon(target_delta)
+            else:
+                assert target_eps is not None
+                pld_value = acc.delta(target_eps)
 
     if target_delta is not None:
         basic_value = basic_eps if target_delta >= basic_delta else math.inf
@@ -352,6 +586,7 @@ def compose(
             )
         ),
         "components": components,
+        "same_users": users_record,
     }
     notes = [
         f"composition of {len(items)} releases; "
@@ -368,6 +603,9 @@ def compose(
         notes.append(pld_note)
     if len({r.n for r in items}) > 1:
         notes.append(f"releases have different n {sorted({r.n for r in items})}; n is the largest")
+    context = _context(items)
+    if len(items) > 1 and "assumptions" in context:
+        context["assumptions"] = (users_statement, *context["assumptions"])
     return PrivacyReport(
         guarantee=guarantee,
         method=method,
@@ -377,98 +615,239 @@ def compose(
         lower_bound_delta=None,
         parameters=parameters,
         notes=". ".join(notes),
-        **_context(items),
+        **context,
     )
 
 
 _KNOWN_METHODS = (FLIP_CERTIFICATE_METHOD, KRR_CERTIFICATE_METHOD)
 
+_SCHEMA_PREFIX = "urn:shuffledp:schema:"
+#: Documents whose ``privacy`` object is a release's guarantee (or a composed one).
+_RELEASE_DOCUMENTS = (
+    "release",
+    "simulation",
+    "demo",
+    "segmented-release",
+    "per-user-report",
+    "augmented-release",
+    "correlated-release",
+    "account-compose",
+)
 
-def reports_from_json(objs: Iterable[Mapping[str, Any]]) -> list[PrivacyReport]:
-    """Rebuild :class:`PrivacyReport` objects from their JSON form.
 
-    Each object is a report's :meth:`PrivacyReport.to_dict` (the ``privacy``
-    object of ``shuffledp run flip|krr --output``), or a whole run output, whose
-    ``privacy`` member is then used. Extra keys (``target_delta``,
-    ``calibration``, …) are ignored.
+def _document_name(obj: Mapping[str, Any]) -> str | None:
+    """The schema name of a document the package wrote (``None``: no ``schema`` key)."""
+    schema = obj.get("schema")
+    if not isinstance(schema, str) or not schema.startswith(_SCHEMA_PREFIX):
+        return None
+    return schema[len(_SCHEMA_PREFIX) :].rsplit(":", 1)[0]
+
+
+def _check_document(raw: Mapping[str, Any], where: str) -> None:
+    name = _document_name(raw)
+    if name is not None and name not in _RELEASE_DOCUMENTS:
+        raise InvalidParameterError(
+            f"{where} is a {name!r} document ({raw.get('schema')}), not a release: compose "
+            "takes what run, analyzer publish, demo, simulate or account compose --json wrote "
+            "(or their privacy objects)"
+        )
+
+
+def _context_from_json(obj: Mapping[str, Any], where: str, method: str) -> dict[str, Any]:
+    context: dict[str, tuple[str, ...]] = {}
+    for name in _CONTEXT_FIELDS:
+        value = obj.get(name, [])
+        if not isinstance(value, list | tuple) or not all(isinstance(x, str) for x in value):
+            raise InvalidParameterError(
+                f"{where} ({method}) has {name}={value!r}; expected a list of strings"
+            )
+        context[name] = tuple(value)
+    return context
+
+
+def _personalized_from_json(obj: Mapping[str, Any], where: str, method: str) -> PrivacyReport:
+    """A personalized release (``run segmented``): one report per level, at its weakest level."""
+    levels = obj["levels"]
+    n = obj.get("n")
+    context = _context_from_json(obj, where, method)
+    reports = []
+    for k, level in enumerate(levels):
+        if not isinstance(level, Mapping):
+            raise InvalidParameterError(f"{where} ({method}) level {k} is not an object")
+        bound = level.get("bound", obj.get("bound"))
+        if bound not in [b.value for b in _COMPOSABLE_BOUNDS]:
+            raise InvalidParameterError(
+                f"{where} ({method}) level {k} has bound={bound!r}; only 'upper' (or 'exact') "
+                "guarantees compose"
+            )
+        eps, dlt = _number(level.get("epsilon")), _number(level.get("delta"))
+        if eps is None or dlt is None or eps <= 0 or not (0.0 <= dlt < 1.0):
+            raise InvalidParameterError(
+                f"{where} ({method}) level {k} has no usable (epsilon, delta): got "
+                f"epsilon={level.get('epsilon')!r}, delta={level.get('delta')!r}"
+            )
+        if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
+            raise InvalidParameterError(f"{where} ({method}) needs n >= 1 (an integer), got {n!r}")
+        reports.append(
+            PrivacyReport(
+                guarantee=ApproxDP(eps, dlt),
+                method=method,
+                bound=BoundKind(bound),
+                n=int(n),
+                neighbouring=str(obj.get("neighbouring", "replace-one")),
+                **context,
+            )
+        )
+    if not reports:
+        raise InvalidParameterError(f"{where} ({method}) has an empty list of levels")
+    report = weakest_level(reports)
+    notes = [report.notes]
+    level_counts = obj.get("level_counts")
+    if isinstance(level_counts, Mapping) and isinstance(level_counts.get("privacy"), Mapping):
+        step = level_counts["privacy"]
+        notes.append(
+            f"its level counts carry their own guarantee ({step.get('epsilon')!r}, "
+            f"{step.get('delta')!r}) about users' levels, which this relation holds fixed: "
+            "it is not part of the total"
+        )
+    return dataclasses.replace(report, notes="; ".join(notes))
+
+
+def _report_from_json(raw: Mapping[str, Any], where: str) -> PrivacyReport:
+    _check_document(raw, where)
+    obj: Mapping[str, Any] = raw
+    inner = obj.get("privacy")
+    if isinstance(inner, Mapping):
+        obj = inner
+    method = obj.get("method")
+    if not isinstance(method, str) or not method:
+        raise InvalidParameterError(f"{where} needs a 'method' string, got {method!r}")
+    bound = obj.get("bound")
+    if bound not in [b.value for b in _COMPOSABLE_BOUNDS]:
+        raise InvalidParameterError(
+            f"{where} ({method}) has bound={bound!r}; only 'upper' (or 'exact') "
+            "guarantees compose: a lower bound or a reproduced formula is not a guarantee"
+        )
+    if "epsilon" not in obj and isinstance(obj.get("levels"), list):
+        return _personalized_from_json(obj, where, method)
+    eps, dlt = _number(obj.get("epsilon")), _number(obj.get("delta"))
+    if eps is None or dlt is None or eps <= 0 or not (0.0 <= dlt < 1.0):
+        known = method in _KNOWN_METHODS
+        raise InvalidParameterError(
+            f"{where} ({method}) has no usable (epsilon, delta): got "
+            f"epsilon={obj.get('epsilon')!r}, delta={obj.get('delta')!r} "
+            "(need epsilon > 0 and 0 <= delta < 1)"
+            + (
+                ""
+                if known
+                else "; for a method without a dominating pair here, its (epsilon, delta) is "
+                "all that composes, so give them (or the release's whole JSON)"
+            )
+        )
+    n = obj.get("n")
+    if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
+        raise InvalidParameterError(f"{where} ({method}) needs n >= 1 (an integer), got {n!r}")
+    parameters = obj.get("parameters", {})
+    if parameters is None:
+        parameters = {}
+    if not isinstance(parameters, Mapping):
+        raise InvalidParameterError(
+            f"{where} ({method}) has parameters={parameters!r}; expected an object"
+        )
+    lower = obj.get("lower_bound_delta")
+    notes = obj.get("notes", "")
+    report = PrivacyReport(
+        guarantee=ApproxDP(eps, dlt),
+        method=method,
+        bound=BoundKind(bound),
+        n=int(n),
+        neighbouring=str(obj.get("neighbouring", "replace-one")),
+        lower_bound_delta=_number(lower),
+        parameters=dict(parameters),
+        notes=notes if isinstance(notes, str) else str(notes),
+        **_context_from_json(obj, where, method),
+    )
+    try:
+        _certificate_parameters(report)
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"{where}: {exc}") from None
+    return report
+
+
+def _objects(objs: Iterable[Mapping[str, Any]] | Mapping[str, Any]) -> list[Any]:
+    items: list[Any] = [objs] if isinstance(objs, Mapping) else list(objs)
+    if not items:
+        raise InvalidParameterError("no privacy objects given")
+    for i, raw in enumerate(items):
+        if not isinstance(raw, Mapping):
+            raise InvalidParameterError(
+                f"privacy object #{i + 1} must be a JSON object, got {type(raw).__name__}"
+            )
+    return items
+
+
+def reports_from_json(
+    objs: Iterable[Mapping[str, Any]] | Mapping[str, Any],
+) -> list[PrivacyReport]:
+    """Rebuild :class:`PrivacyReport` objects from the releases' JSON.
+
+    Each object is a whole release the package wrote (``run`` of every protocol,
+    ``analyzer publish``, ``demo``, ``simulate``, ``account compose --json``), whose
+    ``privacy`` member is then used, or that ``privacy`` object itself (a
+    report's :meth:`PrivacyReport.to_dict`). Extra keys (``target_delta``,
+    ``calibration``, …) are ignored. A personalized release (``run segmented``:
+    one guarantee per level) becomes its weakest level (:func:`weakest_level`).
 
     Raises:
         InvalidParameterError: Naming the object's position, if it is not a
-            mapping; its ``bound`` is not ``"upper"`` or ``"exact"`` (a lower bound
-            or a reproduced formula is not a guarantee); it has no valid
-            (``epsilon``, ``delta``) — for an unknown method these are all there
-            is to compose; ``n`` is not a positive integer; or a known method
-            lacks the parameters its dominating pair needs.
+            mapping; it is a document of the package that is not a release (an
+            accounting table, a task); its ``bound`` is not ``"upper"`` or
+            ``"exact"`` (a lower bound or a reproduced formula is not a
+            guarantee); it has no valid (``epsilon``, ``delta``); ``n`` is not a
+            positive integer; or a known method lacks the parameters its
+            dominating pair needs.
     """
-    items: list[Any] = [objs] if isinstance(objs, Mapping) else list(objs)
-    out: list[PrivacyReport] = []
-    for i, raw in enumerate(items):
-        where = f"privacy object #{i + 1}"
-        if not isinstance(raw, Mapping):
-            raise InvalidParameterError(f"{where} must be a JSON object, got {type(raw).__name__}")
-        obj: Mapping[str, Any] = raw
-        inner = obj.get("privacy")
-        if isinstance(inner, Mapping):
-            obj = inner
-        method = obj.get("method")
-        if not isinstance(method, str) or not method:
-            raise InvalidParameterError(f"{where} needs a 'method' string, got {method!r}")
-        bound = obj.get("bound")
-        if bound not in [b.value for b in _COMPOSABLE_BOUNDS]:
-            raise InvalidParameterError(
-                f"{where} ({method}) has bound={bound!r}; only 'upper' (or 'exact') "
-                "guarantees compose: a lower bound or a reproduced formula is not a guarantee"
-            )
-        eps, dlt = _number(obj.get("epsilon")), _number(obj.get("delta"))
-        if eps is None or dlt is None or eps <= 0 or not (0.0 <= dlt < 1.0):
-            known = method in _KNOWN_METHODS
-            raise InvalidParameterError(
-                f"{where} ({method}) has no usable (epsilon, delta): got "
-                f"epsilon={obj.get('epsilon')!r}, delta={obj.get('delta')!r} "
-                "(need epsilon > 0 and 0 <= delta < 1)"
-                + (
-                    ""
-                    if known
-                    else "; its method is unknown, so (epsilon, delta) is all that could compose"
-                )
-            )
-        n = obj.get("n")
-        if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
-            raise InvalidParameterError(f"{where} ({method}) needs n >= 1 (an integer), got {n!r}")
-        parameters = obj.get("parameters", {})
-        if parameters is None:
-            parameters = {}
-        if not isinstance(parameters, Mapping):
-            raise InvalidParameterError(
-                f"{where} ({method}) has parameters={parameters!r}; expected an object"
-            )
-        lower = obj.get("lower_bound_delta")
-        neighbouring = obj.get("neighbouring", "replace-one")
-        notes = obj.get("notes", "")
-        context: dict[str, tuple[str, ...]] = {}
-        for name in _CONTEXT_FIELDS:
-            value = obj.get(name, [])
-            if not isinstance(value, list | tuple) or not all(isinstance(x, str) for x in value):
-                raise InvalidParameterError(
-                    f"{where} ({method}) has {name}={value!r}; expected a list of strings"
-                )
-            context[name] = tuple(value)
-        report = PrivacyReport(
-            guarantee=ApproxDP(eps, dlt),
-            method=method,
-            bound=BoundKind(bound),
-            n=int(n),
-            neighbouring=str(neighbouring),
-            lower_bound_delta=_number(lower),
-            parameters=dict(parameters),
-            notes=notes if isinstance(notes, str) else str(notes),
-            **context,
-        )
-        try:
-            _certificate_parameters(report)
-        except InvalidParameterError as exc:
-            raise InvalidParameterError(f"{where}: {exc}") from None
-        out.append(report)
-    if not out:
-        raise InvalidParameterError("no privacy objects given")
-    return out
+    items = _objects(objs)
+    return [_report_from_json(raw, f"privacy object #{i + 1}") for i, raw in enumerate(items)]
+
+
+def _population_from_json(raw: Mapping[str, Any], report: PrivacyReport) -> Population:
+    n = raw.get("n")
+    if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
+        n = report.n
+    domain = raw.get("domain", raw.get("classes"))
+    labels = (
+        tuple(domain)
+        if isinstance(domain, list) and all(isinstance(x, str) for x in domain)
+        else None
+    )
+    user_column: str | None = None
+    source: str | None = None
+    where = raw.get("input")
+    if isinstance(where, Mapping):
+        column = where.get("user_column")
+        user_column = column if isinstance(column, str) else ONE_ROW_PER_USER
+        file = where.get("file")
+        source = file if isinstance(file, str) else None
+    service = raw.get("service")
+    if isinstance(service, Mapping) and isinstance(service.get("task_id"), str):
+        source = f"task {service['task_id']}"
+    return Population(n=int(n), domain=labels, user_column=user_column, source=source)
+
+
+def populations_from_json(
+    objs: Iterable[Mapping[str, Any]] | Mapping[str, Any],
+) -> list[Population]:
+    """Return what each release records about its users, for :func:`compose`.
+
+    From a whole release: its ``n`` (the users it covers), its ``domain`` (or a
+    per-user release's ``classes``), the ``input`` section's user column and
+    file, or the ``service`` section's task. A bare ``privacy`` object records
+    only its ``n``.
+
+    Raises:
+        InvalidParameterError: As :func:`reports_from_json`.
+    """
+    items = _objects(objs)
+    reports = reports_from_json(items)
+    return [_population_from_json(raw, r) for raw, r in zip(items, reports, strict=True)]

@@ -34,6 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     target.add_argument(
         "--epsilon", type=number, default=None, help="state the total delta at this epsilon"
     )
+    parser.add_argument(
+        "--same-users",
+        action="store_true",
+        help="the releases cover the same people although they record a different n, domain, "
+        "user column or input (without it such releases are an error); the output states it",
+    )
     parser.add_argument("--json", action="store_true", help="print the composed report as JSON")
     parser.set_defaults(handler=execute)
 
@@ -53,23 +59,47 @@ def _load(path: str) -> dict[str, Any]:
 
 def execute(args: argparse.Namespace) -> int:
     """Print the composed guarantee."""
-    from shuffledp.accounting.compose import compose, reports_from_json
+    from shuffledp.accounting.compose import compose, populations_from_json, reports_from_json
 
     delta = None if args.delta is None else checked(check_delta, args.delta, "--delta")
     epsilon = None if args.epsilon is None else checked(check_epsilon, args.epsilon, "--epsilon")
     objects = [_load(path) for path in args.results]
     try:
         reports = reports_from_json(objects)
+        populations = populations_from_json(objects)
     except InvalidParameterError as exc:
         raise InvalidParameterError(f"{exc} (files in the order given: {args.results})") from None
-    composed = compose(*reports, delta=delta, epsilon=epsilon)
+    try:
+        composed = compose(
+            *reports,
+            delta=delta,
+            epsilon=epsilon,
+            same_users=args.same_users,
+            populations=populations,
+        )
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"{exc} (files in the order given: {args.results})") from None
     if args.json:
         document = {"schema": schema_id("account-compose"), **composed.to_dict()}
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return 0
-    print(f"{len(reports)} releases on the same users:")
+    same = composed.parameters["same_users"]
+    if len(reports) == 1:
+        print("1 release:")
+    elif same["basis"] == "asserted":
+        print(
+            f"{len(reports)} releases, composed as releases on the same people because "
+            f"--same-users says so (they differ in {' and '.join(same['differences'])}):"
+        )
+    else:
+        print(
+            f"{len(reports)} releases, taken to be on the same users (the same "
+            f"{', '.join(same['compared'])}):"
+        )
     for path, report in zip(args.results, reports, strict=True):
-        print(f"  {path}: ({report.epsilon:g}, {fmt(report.delta)}) [{report.method}]")
+        levels = report.parameters.get("level_epsilons") if report.parameters else None
+        weakest = f", its weakest of {len(levels)} levels" if isinstance(levels, list) else ""
+        print(f"  {path}: ({report.epsilon:g}, {fmt(report.delta)}) [{report.method}{weakest}]")
     print(
         f"together: ({composed.epsilon:.6g}, {fmt(composed.delta)})-DP "
         f"[{composed.method}, an upper bound]"

@@ -1,0 +1,276 @@
+"""Every release the package writes goes through ``account compose`` and ``shuffledp.compose``.
+
+Each kind is composed with itself (two releases on the same users) and the
+total is checked against numbers recomputed here: releases known only by
+their (ε, δ) against the exact hockey-stick divergence of the product of two
+Kairouz-Oh-Viswanath pairs, FLIP and k-RR against basic composition (above)
+and one release's own certificate at the composed ε (below). Releases that
+record different users need ``--same-users``; releases of different
+neighbouring relations are refused with a message that says what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import shuffledp
+from shuffledp._validation import InvalidParameterError
+from shuffledp.accounting.compose import compose, populations_from_json, reports_from_json
+from shuffledp.accounting.flip import flip_delta
+from shuffledp.accounting.krr import krr_delta
+from shuffledp.cli import main
+from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
+from shuffledp.schemas import validate
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _ok(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    code, out, err = _run(argv, capsys)
+    assert code == 0, err
+    return out
+
+
+def _kov_delta(epsilon: float, delta: float, at: float) -> float:
+    """Exact δ(at) of the product of two (ε, δ) pairs of Kairouz, Oh & Viswanath (2015)."""
+    e = math.exp(epsilon)
+    p = np.array([delta, (1 - delta) * e / (1 + e), (1 - delta) / (1 + e), 0.0])
+    q = p[::-1]
+    pp, qq = np.outer(p, p).ravel(), np.outer(q, q).ravel()
+    return float(np.maximum(pp - math.exp(at) * qq, 0.0).sum())
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("releases")
+    rng = np.random.default_rng(0)
+    users = [f"u{i}" for i in range(2000)]
+    values = rng.choice(list("ABC"), size=len(users))
+    (root / "values.csv").write_text(
+        "user,city\n" + "".join(f"{u},{v}\n" for u, v in zip(users, values, strict=True))
+    )
+    (root / "values_big.csv").write_text(
+        "user,city\n" + "".join(f"x{i},{rng.choice(list('ABC'))}\n" for i in range(3000))
+    )
+    lines = ["user,item,level"]
+    for i, u in enumerate(users):
+        for item in rng.choice(list("ABCDE"), size=2, replace=False):
+            lines.append(f"{u},{item},{('0.5', '1')[i % 2]}")
+    (root / "sets.csv").write_text("\n".join(lines) + "\n")
+    lines = ["user,cls,count"]
+    for u in users[:300]:
+        lines += [f"{u},{c},{rng.integers(1, 6)}" for c in "ABC"]
+    (root / "counts.csv").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def _run_args(files: Path, protocol: str, out: Path, data: str = "values.csv") -> list[str]:
+    return [
+        "run", protocol, "--input", str(files / data), "--column", "city",
+        "--user-column", "user", "--domain", "A,B,C", "--epsilon", "1", "--delta", "1e-6",
+        "--path", "count", "--output", str(out), "--quiet",
+    ]  # fmt: skip
+
+
+def _segmented(files: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "run", "segmented", "--input", str(files / "sets.csv"), "--user-column", "user",
+        "--item-column", "item", "--level-column", "level", "--domain", "A,B,C,D,E",
+        "--levels", "0.5,1", "--delta", "1e-6", "--items-per-user", "2", "--path", "count",
+        "--output", str(out), "--quiet", *extra,
+    ]  # fmt: skip
+
+
+def _per_user(files: Path, out: Path) -> list[str]:
+    return [
+        "run", "per-user", "--input", str(files / "counts.csv"), "--user-column", "user",
+        "--class-column", "cls", "--count-column", "count", "--domain", "A,B,C",
+        "--epsilon", "1", "--epsilon1", "0.5", "--c", "0.5", "--clusters", "3",
+        "--output", str(out.with_suffix(".csv")), "--report", str(out), "--quiet",
+    ]  # fmt: skip
+
+
+def _service(protocol: str, out: Path) -> None:
+    from shuffledp.service.release import build_release
+    from shuffledp.service.store import AggregateTotals
+    from shuffledp.service.task import create_task
+
+    task, _ = create_task(protocol, ["A", "B", "C"], 1.0, 1e-6, 2000)
+    width = 6 if protocol == "correlated" else 3
+    totals = AggregateTotals(
+        counts=np.full(width, 700, dtype=np.int64),
+        n_users=2000,
+        n_messages=700 * width,
+        n_batches=1,
+        smallest_batch_users=2000,
+        pending_batches=0,
+    )
+    out.write_text(json.dumps(build_release(task, totals)))
+
+
+def _make(kind: str, files: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if kind in ("flip", "krr", "correlated", "augmented"):
+        _ok(_run_args(files, kind, out), capsys)
+    elif kind == "segmented":
+        _ok(_segmented(files, out), capsys)
+    elif kind == "segmented-dp-levels":
+        _ok(_segmented(files, out, "--level-counts", "dp", "--level-epsilon", "0.5",
+                        "--level-delta", "1e-7"), capsys)  # fmt: skip
+    elif kind == "per-user":
+        _ok(_per_user(files, out), capsys)
+    elif kind == "demo":
+        _ok(["demo", "--n", "2000", "--domain-size", "5", "--output-dir", str(out.parent / "d")],
+            capsys)  # fmt: skip
+        out.write_text((out.parent / "d" / "flip_demo.json").read_text())
+    elif kind in ("simulate-flip", "simulate-krr"):
+        protocol = kind.split("-")[1]
+        _ok(["simulate", protocol, "--n", "2000", "--domain-size", "5", "--epsilon", "1",
+             "--delta", "1e-6", "--output", str(out), "--quiet"], capsys)  # fmt: skip
+    elif kind.startswith("service-"):
+        _service(kind.split("-", 1)[1], out)
+    else:  # pragma: no cover
+        raise AssertionError(kind)
+
+
+KINDS = [
+    "flip", "krr", "correlated", "augmented", "segmented", "segmented-dp-levels", "per-user",
+    "demo", "simulate-flip", "simulate-krr", "service-flip", "service-krr",
+    "service-correlated", "service-augmented",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_release_composes_with_itself(kind, files, tmp_path, capsys):
+    release = tmp_path / f"{kind}.json"
+    _make(kind, files, release, capsys)
+    document = json.loads(release.read_text())
+    out = _ok(["account", "compose", str(release), str(release), "--json"], capsys)
+    composed = json.loads(out)
+    validate(composed)
+    assert composed["bound"] == "upper"
+    same = composed["parameters"]["same_users"]
+    assert same["basis"] == "recorded" and same["differences"] == [] and "n" in same["compared"]
+    assert composed["assumptions"][0].startswith("the 2 releases are taken to be on the same users")
+    # the release's own context is carried through
+    privacy = document["privacy"]
+    assert set(privacy["not_covered"]) <= set(composed["not_covered"])
+    # what the release enters with: its (ε, δ), or its weakest level
+    if "levels" in privacy:
+        epsilon = max(level["epsilon"] for level in privacy["levels"])
+        delta = max(level["delta"] for level in privacy["levels"])
+    else:
+        epsilon, delta = privacy["epsilon"], privacy["delta"]
+    eps_c, delta_c = composed["epsilon"], composed["delta"]
+    assert delta_c == pytest.approx(2 * delta, rel=1e-12)
+    assert eps_c <= 2 * epsilon * (1 + 1e-12)  # never worse than basic composition
+    method = privacy["method"]
+    if method == "flip-exact-fake-blanket":
+        one = flip_delta(eps_c, privacy["parameters"]["q"], privacy["parameters"]["k"],
+                         privacy["n"])  # fmt: skip
+        assert one <= delta_c  # two releases leak at least what one does
+        assert eps_c < 2 * epsilon  # the dominating pair beats basic composition
+    elif method == "krr-blanket":
+        params = privacy["parameters"]
+        assert krr_delta(eps_c, params["epsilon0"], params["k"], privacy["n"]) <= delta_c
+        assert eps_c < 2 * epsilon
+    elif delta > 0:
+        # known by (ε, δ) only: the exact optimal composition of two such guarantees
+        assert _kov_delta(epsilon, delta, eps_c) <= delta_c * (1 + 1e-9)
+    else:
+        assert (eps_c, delta_c) == (2 * epsilon, 0.0)  # pure DP: the sum
+    # the same through the Python API
+    reports = reports_from_json([document, document])
+    again = shuffledp.compose(*reports, populations=populations_from_json([document, document]))
+    assert (again.epsilon, again.delta) == (eps_c, delta_c)
+    # and the text summary says what was assumed
+    text = _ok(["account", "compose", str(release), str(release)], capsys)
+    assert text.startswith("2 releases, taken to be on the same users (the same n")
+
+
+def test_releases_on_different_users_need_same_users(files, tmp_path, capsys):
+    small, big = tmp_path / "small.json", tmp_path / "big.json"
+    _ok(_run_args(files, "flip", small), capsys)
+    _ok(_run_args(files, "krr", big, data="values_big.csv"), capsys)
+    code, out, err = _run(["account", "compose", str(small), str(big)], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "n (2,000, 3,000)" in err and "input (" in err and "--same-users" in err
+    out = _ok(["account", "compose", str(small), str(big), "--same-users", "--json"], capsys)
+    composed = json.loads(out)
+    same = composed["parameters"]["same_users"]
+    assert same["basis"] == "asserted" and len(same["differences"]) == 2
+    assert "as the caller asserted" in composed["assumptions"][0]
+    assert composed["n"] == 3000
+    text = _ok(["account", "compose", str(small), str(big), "--same-users"], capsys)
+    assert "because --same-users says so (they differ in n (2,000, 3,000)" in text.splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    ("change", "word"),
+    [
+        (lambda d: d.update(domain=["A", "B", "D"]), "domain"),
+        (lambda d: d["input"].update(user_column=None), "user column"),
+        (lambda d: d["input"].update(file="other.csv"), "input"),
+    ],
+)
+def test_same_n_but_other_users_is_refused(change: Callable[[dict], None], word, files,
+                                           tmp_path, capsys):  # fmt: skip
+    first = tmp_path / "a.json"
+    _ok(_run_args(files, "flip", first), capsys)
+    document = json.loads(first.read_text())
+    change(document)
+    second = tmp_path / "b.json"
+    second.write_text(json.dumps(document))
+    code, _, err = _run(["account", "compose", str(first), str(second)], capsys)
+    assert code == 2 and f"differ in {word} (" in err and "--same-users" in err
+    _ok(["account", "compose", str(first), str(second), "--same-users"], capsys)
+
+
+def test_bare_privacy_objects_compare_n_only(files, tmp_path, capsys):
+    release = tmp_path / "r.json"
+    _ok(_run_args(files, "flip", release), capsys)
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(json.loads(release.read_text())["privacy"]))
+    composed = json.loads(_ok(["account", "compose", str(release), str(bare), "--json"], capsys))
+    same = composed["parameters"]["same_users"]
+    assert same["compared"] == ["n"]
+    assert same["not_recorded"] == ["domain", "user column", "input"]
+    assert "not recorded by every release" in composed["assumptions"][0]
+
+
+def test_other_relations_and_documents_are_refused_with_a_reason(files, tmp_path, capsys):
+    flip, sets = tmp_path / "f.json", tmp_path / "s.json"
+    _ok(_run_args(files, "flip", flip), capsys)
+    _ok(_segmented(files, sets), capsys)
+    code, _, err = _run(["account", "compose", str(flip), str(sets)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "different neighbouring relations" in err and "separately" in err
+    table = tmp_path / "table.json"
+    table.write_text(_ok(["account", "flip", "--n", "1000", "--domain-size", "3", "--epsilon",
+                          "1", "--delta", "1e-6", "--json"], capsys))  # fmt: skip
+    code, _, err = _run(["account", "compose", str(table)], capsys)
+    assert code == 2 and "not a release" in err
+
+
+def test_python_compose_of_different_n_and_of_a_personalized_release():
+    def report(n: int, epsilon: float = 1.0) -> PrivacyReport:
+        return PrivacyReport(ApproxDP(epsilon, 1e-6), "gaussian", BoundKind.UPPER, n)
+
+    with pytest.raises(InvalidParameterError, match=r"differ in n \(1,000, 2,000\).*same_users"):
+        compose(report(1000), report(2000))
+    total = compose(report(1000), report(2000), same_users=True)
+    assert total.parameters["same_users"]["basis"] == "asserted"
+    assert "same_users=True" in total.assumptions[0]
+    levels = (report(1000, 0.5), report(1000, 2.0))
+    personalized = compose(levels, report(1000))
+    assert personalized.parameters["components"][0]["parameters"]["level_epsilons"] == [0.5, 2.0]
+    assert personalized.epsilon <= 3.0 and personalized.delta == pytest.approx(2e-6)
