@@ -31,7 +31,13 @@ def progress(
 
 
 def progress_bar(
-    *, total: int | None, desc: str = "", unit: str = "it", enabled: bool = True
+    *,
+    total: int | None,
+    desc: str = "",
+    unit: str = "it",
+    enabled: bool = True,
+    delay: float = 0.0,
+    counts: bool = True,
 ) -> Any:
     """Return a manual progress bar (advance it with ``.update(k)``; close it or use ``with``).
 
@@ -42,8 +48,15 @@ def progress_bar(
         desc: Label shown before the bar.
         unit: ``"B"`` for bytes (shown with binary prefixes), else a count unit such as ``"rows"``.
         enabled: ``False`` never shows the bar.
+        delay: Seconds before the bar appears (none for quick work).
+        counts: Show the amount done and the rate; ``False`` shows the percentage
+            and the times only (when the amount is in internal steps, e.g. the
+            shuffle's passes over its keys).
     """
     in_bytes = unit == "B"
+    options: dict[str, Any] = {}
+    if not counts:
+        options["bar_format"] = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"
     return tqdm(
         total=total,
         desc=desc,
@@ -52,6 +65,8 @@ def progress_bar(
         unit_divisor=1024 if in_bytes else 1000,
         disable=None if enabled else True,
         leave=False,
+        delay=delay,
+        **options,
     )
 
 
