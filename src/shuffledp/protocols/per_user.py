@@ -162,6 +162,24 @@ class PerUserRun:
         """Number of users."""
         return int(self.estimates.shape[0])
 
+    @property
+    def stderr(self) -> FloatArray:
+        """Standard error of every released value, one per class (the same for every row).
+
+        Row i of :attr:`estimates` is the released copy of some user u of i's
+        group (possibly i): H̄_u plus Laplace noise of the released copy
+        (``noise_variance_per_coordinate`` of the report's parameters, 2b² per
+        Laplace copy). Its standard error as an estimate of H̄_u is the noise's
+        standard deviation, the same for every user and class, public and
+        data-independent. As an estimate of user i's own H̄_i it adds the
+        shuffle's error, H̄_u − H̄_i, which depends on how alike the group's
+        users are (Thm 3 bounds it by the group's spread); that part depends
+        on the data and is not included. The raw values are neither clipped
+        nor renormalized, so the noise stays unbiased.
+        """
+        variance = float(self.report.parameters["noise_variance_per_coordinate"])
+        return np.full(self.estimates.shape[1], np.sqrt(variance))
+
     def __repr__(self) -> str:
         return (
             f"PerUserRun(n={self.n}, d={self.estimates.shape[1]}, "

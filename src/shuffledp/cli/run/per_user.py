@@ -4,11 +4,13 @@ Input: every user's counts over public classes, in the long layout (one row
 per user and class, optional count column) or the wide layout (``--wide``:
 one row per user, one column per class). Output: one estimated histogram per
 user, a wide table (the user id column, then one column per class, users in
-input order), as CSV or Parquet, and a JSON report holding the guarantee and
-the parameters only: the worst-case (ε, 0, c)-hDP per user, under the reading
-of Def. 1 given by ``--neighbouring`` (moved items by default; the report
-states it in words). Group labels and sizes never enter the release; a
-summary of group sizes goes to stderr.
+input order), as CSV or Parquet, and a JSON report holding the guarantee,
+the parameters and the values' standard errors (``stderr``: one per class,
+the released copy's Laplace noise, see :data:`STDERR_MEANING`): the
+worst-case (ε, 0, c)-hDP per user, under the reading of Def. 1 given by
+``--neighbouring`` (moved items by default; the report states it in words).
+Group labels and sizes never enter the release; a summary of group sizes
+goes to stderr.
 """
 
 from __future__ import annotations
@@ -51,12 +53,20 @@ if TYPE_CHECKING:
 NAME = "per-user"
 HELP = "per-user histograms: Laplace copies, clustering and a shuffle within groups"
 
-__all__ = ["OUTPUT_SUFFIXES", "add_arguments", "execute", "write_estimates"]
+__all__ = ["OUTPUT_SUFFIXES", "STDERR_MEANING", "add_arguments", "execute", "write_estimates"]
 
 #: Table formats of --output.
 OUTPUT_SUFFIXES = (".csv", ".parquet", ".pq")
 #: Release variants the command line offers (the others are for experiments).
 CLI_RELEASES = ("t", "r")
+#: What the report's ``stderr`` is (see :attr:`shuffledp.protocols.per_user.PerUserRun.stderr`).
+STDERR_MEANING = (
+    "standard error of every value of the output table's class column (the same in every row): "
+    "the Laplace noise's standard deviation, so a value +- 1.96 stderr is a 95% interval for "
+    "the normalized histogram of the user whose copy the row holds (a member of the row user's "
+    "group, possibly that user); the error of taking a group member's histogram for the row "
+    "user's own depends on the data and is not included"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -206,7 +216,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     execution.add_argument(
         "--report",
         default=None,
-        help="write the JSON report (guarantee and parameters) here (default: stdout)",
+        help="write the JSON report (guarantee, parameters and the estimates' standard "
+        "errors) here (default: stdout)",
     )
     execution.add_argument(
         "--quiet", action="store_true", help="print no summary on stderr (errors still are)"
@@ -419,6 +430,7 @@ def _report(
         "values are neither clipped nor renormalized",
         "the groups, their sizes and the permutation are not released",
     ]
+    stderr = run.stderr
     return {
         "schema": schema_id("per-user-report"),
         "protocol": "per-user",
@@ -428,6 +440,10 @@ def _report(
         "domain_source": data.domain_source,
         "privacy": report.to_dict(),
         "parameters": report.parameters,
+        "stderr": {
+            "per_class": [float(value) for value in stderr],
+            "meaning": STDERR_MEANING,
+        },
         "input": {
             "file": str(args.input),
             "layout": data.layout,
@@ -476,8 +492,8 @@ def execute(args: argparse.Namespace) -> int:
             f"shuffledp run per-user: {run.n} users, {len(data.classes)} classes (domain: "
             f"{data.domain_source}), ({privacy['epsilon']:g}, 0, {protocol.c:g})-hDP per user "
             f"with {protocol.neighbouring} neighbours [{privacy['method']}], release "
-            f"{protocol.release!r}; estimates {output}, "
-            f"{destination}",
+            f"{protocol.release!r}; estimates {output} (stderr {run.stderr[0]:.3g} per value, "
+            f"the noise's; in the report), {destination}",
             file=sys.stderr,
         )
         for note in data.notes:
