@@ -391,6 +391,50 @@ class BinEncoder:
         self.inferred_size = len(domain)
         return order[out], domain
 
+    def finish_counts(
+        self, code_counts: NDArray[np.integer]
+    ) -> tuple[NDArray[np.int64], list[str]]:
+        """Return the histogram of the kept rows and the domain, from counts of their codes.
+
+        The counterpart of :meth:`finish` for callers that count codes batch by
+        batch (``np.bincount`` of each batch's codes ``>= 0``) instead of
+        keeping one code per row: memory then depends on the domain, not on
+        the number of rows.
+
+        Args:
+            code_counts: How many kept rows have each code ``0, 1, ...`` (any
+                length; missing codes count 0).
+
+        Returns:
+            Users per bin, in bin order, and the labels in bin order (sorted
+            with :func:`sorted_domain` when the domain was inferred).
+
+        Raises:
+            DataError: If an inferred domain has fewer than two labels.
+        """
+        size = len(self._labels) + (1 if self._other is not None else 0)
+        counts = np.zeros(max(size, len(code_counts)), dtype=np.int64)
+        counts[: len(code_counts)] = code_counts
+        if not self.inferred:
+            histogram = counts[: len(self._labels)].copy()
+            if self._other is not None:
+                self.mapped_to_other = int(counts[len(self._labels)])
+                histogram[self._other] += self.mapped_to_other
+            return histogram, list(self._labels)
+        used = np.flatnonzero(counts[: len(self._labels)])
+        labels = [self._labels[i] for i in used.tolist()]
+        if len(labels) < 2:
+            found = f"a single value ({labels[0]!r})" if labels else "no value"
+            raise DataError(
+                f"{self.where} has {found}, so no domain can be inferred; declare the domain"
+            )
+        domain = sorted_domain(labels)
+        rank = {label: i for i, label in enumerate(domain)}
+        histogram = np.zeros(len(domain), dtype=np.int64)
+        histogram[[rank[label] for label in labels]] = counts[used]
+        self.inferred_size = len(domain)
+        return histogram, domain
+
     @property
     def domain_source(self) -> str:
         """``"inferred-from-data"`` for an inferred domain, else ``"declared"``."""

@@ -28,7 +28,13 @@ from shuffledp.data.encoding import DEFAULT_NA_VALUES, INFERRED, BinEncoder
 from shuffledp.data.loaders import ColumnReader
 from shuffledp.data.users import UserIds, check_per_user
 
-__all__ = ["DEFAULT_NA_VALUES", "LoadedValues", "load_values"]
+__all__ = [
+    "DEFAULT_NA_VALUES",
+    "LoadedHistogram",
+    "LoadedValues",
+    "load_histogram",
+    "load_values",
+]
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,42 @@ class LoadedValues:
         return np.bincount(self.indices, minlength=len(self.domain)).astype(np.int64)
 
 
+@dataclass(frozen=True)
+class LoadedHistogram:
+    """Users per bin, with what loading adjusted (:func:`load_histogram`).
+
+    Attributes:
+        histogram: Number of users per bin, in bin order.
+        domain: Bin labels (declared, plus the ``other`` label if appended, or inferred).
+        domain_source: As :attr:`LoadedValues.domain_source`.
+        rows_read: Data rows in the file.
+        missing_dropped: Rows dropped because their value was missing.
+        mapped_to_other: Rows whose value was outside the domain, counted in ``other``.
+        user_column: The user id column, or ``None``.
+        duplicate_rows_dropped: Rows beyond one per user (``first`` / ``sample``).
+        one_row_per_user_assumed: No user column was given, so each row was
+            taken to be a different user.
+        notes: Operator-facing statements of everything adjusted or detected
+            (counts of the private data: not for release).
+    """
+
+    histogram: NDArray[np.int64]
+    domain: list[str]
+    domain_source: str
+    rows_read: int
+    missing_dropped: int
+    mapped_to_other: int
+    user_column: str | None
+    duplicate_rows_dropped: int
+    one_row_per_user_assumed: bool
+    notes: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        """Number of users."""
+        return int(self.histogram.sum())
+
+
 def _check_domain_source(domain_source: str, declared: bool) -> str:
     if not declared:
         return INFERRED
@@ -113,6 +155,7 @@ def load_values(
     encoding: str = "utf-8",
     na_values: Collection[str] = DEFAULT_NA_VALUES,
     drop_missing: bool = False,
+    drop_missing_ids: bool = False,
     show_progress: bool = True,
     seed: SeedLike = None,
     use_pyarrow: bool | None = None,
@@ -151,6 +194,9 @@ def load_values(
         na_values: Cell texts that mean "missing" (nulls always do). A text that
             is also a label of the declared domain counts as that label.
         drop_missing: Drop rows whose value is missing instead of raising an error.
+        drop_missing_ids: With ``user_column``, drop rows whose user id is
+            missing (``na_values`` or null) instead of raising an error; they
+            belong to no user. Their number is in :attr:`LoadedValues.notes`.
         show_progress: Show a progress bar when stderr is a terminal.
         seed: Randomness for ``per_user="sample"``.
         use_pyarrow: CSV reader: pyarrow (``True``), the standard library
@@ -165,17 +211,124 @@ def load_values(
             domain without ``infer_domain``).
         DataError: If the file is empty, malformed, undecodable or lacks a
             column; if a value is outside the domain (without ``other``), a
-            value is missing (without ``drop_missing``), a user id is missing,
-            or a user has several rows (``per_user="error"``); or if no user is left.
+            value is missing (without ``drop_missing``), a user id is missing
+            (without ``drop_missing_ids``), or a user has several rows
+            (``per_user="error"``); or if no user is left.
 
     Example:
         >>> loaded = load_values("visits.csv", "city", domain=["Lyon", "Paris", "Rome"],
         ...                      user_column="user", per_user="first")  # doctest: +SKIP
         >>> loaded.histogram, loaded.notes  # doctest: +SKIP
     """
+    loaded = _load(
+        path,
+        column,
+        domain=domain,
+        domain_source=domain_source,
+        infer_domain=infer_domain,
+        other=other,
+        user_column=user_column,
+        per_user=per_user,
+        delimiter=delimiter,
+        encoding=encoding,
+        na_values=na_values,
+        drop_missing=drop_missing,
+        drop_missing_ids=drop_missing_ids,
+        show_progress=show_progress,
+        seed=seed,
+        use_pyarrow=use_pyarrow,
+        counts_only=False,
+    )
+    assert isinstance(loaded, LoadedValues)
+    return loaded
+
+
+def load_histogram(
+    path: str | Path,
+    column: str,
+    *,
+    domain: Sequence[str] | None = None,
+    domain_source: str = "declared",
+    infer_domain: bool = False,
+    other: str | None = None,
+    user_column: str | None = None,
+    per_user: str = "error",
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+    na_values: Collection[str] = DEFAULT_NA_VALUES,
+    drop_missing: bool = False,
+    drop_missing_ids: bool = False,
+    show_progress: bool = True,
+    seed: SeedLike = None,
+    use_pyarrow: bool | None = None,
+) -> LoadedHistogram:
+    """Read ``column`` of a data file and count its users per bin.
+
+    The same reading, checks and notes as :func:`load_values` (see it for the
+    arguments), but only the histogram is kept. Without ``user_column`` the
+    rows are counted batch by batch, so memory is bounded by the domain and
+    the batch size whatever the number of rows (what ``shuffledp run ...
+    --path count`` reads). With ``user_column`` each user must be found among
+    all rows first, which holds every row's id and a few bytes per row, as in
+    :func:`load_values`.
+
+    Raises:
+        As :func:`load_values`.
+    """
+    loaded = _load(
+        path,
+        column,
+        domain=domain,
+        domain_source=domain_source,
+        infer_domain=infer_domain,
+        other=other,
+        user_column=user_column,
+        per_user=per_user,
+        delimiter=delimiter,
+        encoding=encoding,
+        na_values=na_values,
+        drop_missing=drop_missing,
+        drop_missing_ids=drop_missing_ids,
+        show_progress=show_progress,
+        seed=seed,
+        use_pyarrow=use_pyarrow,
+        counts_only=True,
+    )
+    assert isinstance(loaded, LoadedHistogram)
+    return loaded
+
+
+def _load(
+    path: str | Path,
+    column: str,
+    *,
+    domain: Sequence[str] | None,
+    domain_source: str,
+    infer_domain: bool,
+    other: str | None,
+    user_column: str | None,
+    per_user: str,
+    delimiter: str | None,
+    encoding: str,
+    na_values: Collection[str],
+    drop_missing: bool,
+    drop_missing_ids: bool,
+    show_progress: bool,
+    seed: SeedLike,
+    use_pyarrow: bool | None,
+    counts_only: bool,
+) -> LoadedValues | LoadedHistogram:
     per_user = check_per_user(per_user)
     if user_column is None and per_user != "error":
         raise InvalidParameterError(f"per_user={per_user!r} needs a user_column")
+    if user_column is None and drop_missing_ids:
+        raise InvalidParameterError(
+            Worded(
+                "{drop} needs {user}: without a user column there are no user ids to miss",
+                drop=Parameter("drop_missing_ids", True),
+                user=Parameter("user_column", placeholder="COLUMN"),
+            )
+        )
     if user_column is not None and user_column == column:
         raise InvalidParameterError(f"user_column and column are the same column {column!r}")
     na = _check_na_values(na_values)
@@ -201,11 +354,24 @@ def load_values(
     ids = None
     if user_column is not None:
         ids = UserIds(na, where=f"column {user_column!r} of {reader.path}", row_label=_row)
+    # Without a user column a histogram needs no row codes: count them batch by batch.
+    streaming = counts_only and ids is None
     chunks: list[NDArray[np.signedinteger[Any]]] = []
+    code_counts = np.zeros(0, dtype=np.int64)
     for batches in reader:
-        chunks.append(encoder.encode(batches[0]))
+        codes = encoder.encode(batches[0])
+        if streaming:
+            part = np.bincount(codes[codes >= 0].astype(np.intp, copy=False))
+            if len(part) > len(code_counts):
+                code_counts = np.concatenate(
+                    [code_counts, np.zeros(len(part) - len(code_counts), np.int64)]
+                )
+            code_counts[: len(part)] += part
+        else:
+            chunks.append(codes)
         if ids is not None:
             ids.add(batches[1])
+        del codes
     rows_read = encoder.rows
     if rows_read == 0:
         what = "a header but " if reader.format.kind == "csv" else ""
@@ -214,16 +380,17 @@ def load_values(
         "; drop such rows with {drop}, which reports how many",
         drop=Parameter("drop_missing", True),
     )
+    id_remedy = Worded(
+        "; drop such rows with {drop}, which reports how many",
+        drop=Parameter("drop_missing_ids", True),
+    )
     for error in (
-        None if ids is None else ids.missing_error(),
+        None if ids is None or drop_missing_ids else ids.missing_error(id_remedy),
         encoder.outside_error(),
         None if drop_missing else encoder.missing_error(remedy),
     ):
         if error is not None:
             raise error
-    codes = np.concatenate(chunks)
-    del chunks
-    keep = codes >= 0
     notes = list(reader.notes)
     if encoder.missing:
         notes.append(
@@ -234,6 +401,36 @@ def load_values(
                 drop=Parameter("drop_missing", True),
             )
         )
+    if ids is not None and ids.missing:
+        notes.append(
+            Worded(
+                "{count} row(s) without a user id in {where} were dropped ({drop})",
+                count=f"{ids.missing:,}",
+                where=ids.where,
+                drop=Parameter("drop_missing_ids", True),
+            )
+        )
+    if streaming:
+        if not code_counts.any():
+            raise DataError(
+                f"no user is left in {where}: all {rows_read:,} rows have a missing value"
+            )
+        histogram, labels = encoder.finish_counts(code_counts)
+        return LoadedHistogram(
+            histogram=histogram,
+            domain=labels,
+            domain_source=source,
+            rows_read=rows_read,
+            missing_dropped=encoder.missing,
+            mapped_to_other=encoder.mapped_to_other,
+            user_column=None,
+            duplicate_rows_dropped=0,
+            one_row_per_user_assumed=True,
+            notes=(*encoder.notes(), *notes),
+        )
+    codes = np.concatenate(chunks)
+    del chunks
+    keep = codes >= 0
     duplicates = 0
     if ids is None:
         selected = codes[keep] if encoder.missing else codes
@@ -260,8 +457,25 @@ def load_values(
             )
     del codes, keep
     if len(selected) == 0:
-        raise DataError(f"no user is left in {where}: all {rows_read:,} rows have a missing value")
+        raise DataError(
+            f"no user is left in {where}: all {rows_read:,} rows have a missing value"
+            + ("" if ids is None or not ids.missing else " or no user id")
+        )
     indices, labels = encoder.finish(selected)
+    del selected
+    if counts_only:
+        return LoadedHistogram(
+            histogram=np.bincount(indices, minlength=len(labels)).astype(np.int64),
+            domain=labels,
+            domain_source=source,
+            rows_read=rows_read,
+            missing_dropped=encoder.missing,
+            mapped_to_other=encoder.mapped_to_other,
+            user_column=user_column,
+            duplicate_rows_dropped=duplicates,
+            one_row_per_user_assumed=user_column is None,
+            notes=(*encoder.notes(), *notes),
+        )
     return LoadedValues(
         indices=indices,
         domain=labels,

@@ -182,6 +182,7 @@ class UserIds:
         self.where = where
         self.row_label = row_label
         self._ids: list[Any] = []
+        self._missing: list[NDArray[np.bool_]] = []
         self._all: NDArray[np.str_] | None = None
         self.rows = 0
         self.missing = 0
@@ -198,16 +199,33 @@ class UserIds:
             missing, self.rows, self.missing, self.first_missing
         )
         self._ids.append(ids)
+        self._missing.append(np.asarray(missing, dtype=bool))
 
-    def missing_error(self) -> DataError | None:
-        """The error for rows without a user id (``None`` if every row has one)."""
+    def missing_error(self, remedy: str = "") -> DataError | None:
+        """The error for rows without a user id (``None`` if every row has one).
+
+        Args:
+            remedy: How the caller can drop such rows, appended to the message.
+        """
         if self.first_missing is None:
             return None
         return DataError(
-            f"{self.missing:,} row(s) have no user id in {self.where} "
-            f"({describe_missing(self._na)}), "
-            f"first at {self.row_label(self.first_missing)}; every row must name its user"
+            Worded(
+                "{count} row(s) have no user id in {where} ({missing}), first at {row}; "
+                "every row must name its user{remedy}",
+                count=f"{self.missing:,}",
+                where=self.where,
+                missing=describe_missing(self._na),
+                row=self.row_label(self.first_missing),
+                remedy=remedy,
+            )
         )
+
+    def missing_rows(self) -> NDArray[np.bool_]:
+        """Which rows (all rows read, in file order) have no user id."""
+        if not self._missing:
+            return np.zeros(0, dtype=bool)
+        return np.concatenate(self._missing)
 
     def _hashes(self, seed: int) -> NDArray[np.uint64]:
         hashes = np.empty(self.rows, dtype=np.uint64)
@@ -247,15 +265,19 @@ class UserIds:
         return True
 
     def _group(self) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
-        """Group rows by user id.
+        """Group the rows that have a user id by that id (rows without one are left out).
 
         Returns:
             The rows sorted user by user (file order within a user), where each
             user's rows start in that array, and how many rows each user has.
         """
+        with_id = None if not self.missing else np.flatnonzero(~self.missing_rows())
         for attempt in range(_ATTEMPTS):
             hashes = self._hashes(seed=attempt)
-            order = np.argsort(hashes, kind="stable")
+            if with_id is None:
+                order = np.argsort(hashes, kind="stable")
+            else:
+                order = with_id[np.argsort(hashes[with_id], kind="stable")]
             ordered = hashes[order]
             del hashes
             boundary = np.empty(len(order), dtype=bool)
@@ -276,6 +298,9 @@ class UserIds:
         self, keep: NDArray[np.bool_], per_user: str, seed: SeedLike = None
     ) -> OnePerUser:
         """Keep one row per user among the rows marked in ``keep``.
+
+        Rows without a user id belong to no user and are never kept (whether
+        that is allowed is the caller's decision: see :meth:`missing_error`).
 
         Args:
             keep: Rows that have a value (the others are dropped as missing).

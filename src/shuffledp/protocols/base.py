@@ -174,10 +174,67 @@ class ShuffleProtocol(ABC):
             messages = len(batch)
         elif path == "count":
             histogram = np.bincount(arr, minlength=self.domain_size).astype(np.int64)
+            del arr
             statistic = self.sample_statistic(histogram, make_rng(randomize_seed))
             messages = self.messages_in(statistic)
         else:
             raise InvalidParameterError(f"path must be 'message' or 'count', got {path!r}")
+        return self._finish(statistic, labels, path, messages, seed)
+
+    def run_counts(
+        self,
+        histogram: Any,
+        *,
+        seed: SeedLike = None,
+        domain: Sequence[str] | None = None,
+    ) -> ProtocolRun:
+        """Execute the count-level path from the true histogram (users per bin).
+
+        The same draw as ``run(values, path="count", seed=seed)`` on any values
+        with this histogram (the same seed gives the same release), without one
+        value per user in memory: what ``shuffledp run ... --path count`` uses
+        with :func:`shuffledp.data.ingest.load_histogram`.
+
+        Args:
+            histogram: Non-negative integer counts, one per bin (``domain_size``
+                of them), summing to the calibrated ``n``.
+            seed: As in :meth:`run`.
+            domain: As in :meth:`run`.
+
+        Raises:
+            InvalidParameterError: If ``histogram`` is not ``domain_size``
+                non-negative integers.
+            DataError: If its total differs from the calibrated ``n``.
+        """
+        labels = self._run_labels(domain)
+        counts = np.asarray(histogram)
+        if (
+            counts.ndim != 1
+            or counts.shape[0] != self.domain_size
+            or not np.issubdtype(counts.dtype, np.integer)
+            or (counts.size and int(counts.min()) < 0)
+        ):
+            raise InvalidParameterError(
+                f"histogram must hold {self.domain_size} non-negative integer counts (one per "
+                f"bin), got {counts.dtype} of shape {counts.shape}"
+            )
+        if int(counts.sum()) != self.n:
+            raise DataError(
+                f"the protocol was calibrated for n={self.n} users but the histogram counts "
+                f"{int(counts.sum())}"
+            )
+        randomize_seed, _ = child_seeds(seed, 2)
+        statistic = self.sample_statistic(counts.astype(np.int64), make_rng(randomize_seed))
+        return self._finish(statistic, labels, "count", self.messages_in(statistic), seed)
+
+    def _finish(
+        self,
+        statistic: IntArray,
+        labels: list[str] | None,
+        path: ExecutionPath,
+        messages: int,
+        seed: SeedLike,
+    ) -> ProtocolRun:
         privacy = self.privacy_report()
         if seed is not None:  # a seeded run says so in its report
             privacy = privacy.with_context(not_covered=(SEEDED_NOT_COVERED,))

@@ -35,9 +35,9 @@ if TYPE_CHECKING:  # the parser is built without numpy and the protocols (lazy i
     import numpy as np
 
     from shuffledp.analyzers.estimate import HistogramEstimate
-    from shuffledp.data.ingest import LoadedValues
+    from shuffledp.data.ingest import LoadedHistogram, LoadedValues
     from shuffledp.privacy import PrivacyReport
-    from shuffledp.protocols.base import ProtocolRun
+    from shuffledp.protocols.base import ExecutionPath, ProtocolRun, ShuffleProtocol
 
 __all__ = [
     "ReleaseContext",
@@ -90,6 +90,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--drop-missing",
         action="store_true",
         help="drop rows whose value is missing (default: stop with an error)",
+    )
+    data.add_argument(
+        "--drop-missing-ids",
+        action="store_true",
+        help="with --user-column, drop rows whose user id is missing (default: stop with an "
+        "error); how many goes to stderr",
     )
 
     domain = parser.add_argument_group("public domain (one of these is required)")
@@ -270,6 +276,10 @@ def prepare_run(args: argparse.Namespace) -> tuple[float, float, Path | None, Pa
         )
     if args.per_user != "error" and args.user_column is None:
         raise InvalidParameterError(f"--per-user {args.per_user} needs --user-column")
+    if args.drop_missing_ids and args.user_column is None:
+        raise InvalidParameterError(
+            "--drop-missing-ids needs --user-column: without it there are no user ids to miss"
+        )
     return epsilon, delta, output, plot
 
 
@@ -278,7 +288,8 @@ class RunInput:
     """The loaded data with what the release must say about them.
 
     Attributes:
-        loaded: Encoded users and what loading adjusted.
+        loaded: Encoded users (one bin index per user, or with ``--path count``
+            the histogram only, counted chunk by chunk) and what loading adjusted.
         assumptions: Statements the guarantee relies on (for ``privacy.assumptions``).
         not_covered: What the release shows outside the guarantee.
         release_notes: The rules that adjusted the data, stated without any
@@ -290,7 +301,7 @@ class RunInput:
             the one that sampled the data (``None`` without a seed).
     """
 
-    loaded: LoadedValues
+    loaded: LoadedValues | LoadedHistogram
     assumptions: list[str] = field(default_factory=list)
     not_covered: list[str] = field(default_factory=list)
     release_notes: list[str] = field(default_factory=list)
@@ -301,7 +312,15 @@ class RunInput:
     @property
     def n(self) -> int:
         """Number of users."""
-        return len(self.loaded.indices)
+        return self.loaded.n
+
+    def run(self, protocol: ShuffleProtocol, path: ExecutionPath) -> ProtocolRun:
+        """Run ``protocol`` on these users: their values, or their histogram on the count path."""
+        from shuffledp.data.ingest import LoadedValues
+
+        if isinstance(self.loaded, LoadedValues):
+            return protocol.run(self.loaded.indices, path=path, seed=self.protocol_seed)
+        return protocol.run_counts(self.loaded.histogram, seed=self.protocol_seed)
 
     @property
     def context(self) -> ReleaseContext:
@@ -338,13 +357,16 @@ class ReleaseContext:
 def load_input(args: argparse.Namespace) -> RunInput:
     """Read and encode the input column over the public domain."""
     from shuffledp._rng import child_seeds
-    from shuffledp.data.ingest import load_values
+    from shuffledp.data.ingest import load_histogram, load_values
 
     domain, domain_source = declared_domain(args, "inferred-from-data")
     delimiter, na_values = csv_options(args)
     # One seed, two consumers (the per-user sample and the protocol): independent children.
     data_seed, protocol_seed = child_seeds(args.seed, 2)
-    loaded = load_values(
+    # The count path needs the histogram only: without --user-column it is counted
+    # chunk by chunk, in memory bounded by the domain and the chunk, whatever the rows.
+    load = load_histogram if getattr(args, "path", "message") == "count" else load_values
+    loaded = load(
         args.input,
         args.column,
         domain=domain,
@@ -357,6 +379,7 @@ def load_input(args: argparse.Namespace) -> RunInput:
         encoding=args.encoding,
         na_values=na_values,
         drop_missing=args.drop_missing,
+        drop_missing_ids=args.drop_missing_ids,
         seed=data_seed,
     )
     result = RunInput(
@@ -372,6 +395,11 @@ def load_input(args: argparse.Namespace) -> RunInput:
     if args.drop_missing:
         result.release_notes.append(
             "rows with a missing value were dropped (--drop-missing); their number is not released"
+        )
+    if args.drop_missing_ids:
+        result.release_notes.append(
+            "rows without a user id were dropped (--drop-missing-ids); their number is not "
+            "released"
         )
     if args.user_column is not None and args.per_user != "error":
         rule = "the first row" if args.per_user == "first" else "one row chosen at random"
@@ -395,10 +423,17 @@ def load_input(args: argparse.Namespace) -> RunInput:
             "(--unsafe-domain-from-data) and are released as they are; a label held by one "
             "user reveals that user's value"
         )
-    if loaded.missing_dropped:
+    # Stated whenever the option is given, so that the release does not tell whether
+    # any row was dropped (that count is the operator's, on stderr).
+    if args.drop_missing:
         result.not_covered.append(
             f"which users have no value: rows with a missing value in column {args.column!r} "
             "were dropped before the run (--drop-missing), so n counts only users with a value"
+        )
+    if args.drop_missing_ids:
+        result.not_covered.append(
+            f"which rows name no user: rows without an id in column {args.user_column!r} were "
+            "dropped before the run (--drop-missing-ids), so n counts only users with an id"
         )
     if args.seed is not None:
         from shuffledp._rng import SEEDED_NOT_COVERED

@@ -156,7 +156,7 @@ def execute(args: argparse.Namespace) -> int:
         trials=options.trials,
         calibration=options.calibration,
     )
-    run = protocol.run(data.loaded.indices, path=args.path, seed=data.protocol_seed)
+    run = data.run(protocol, args.path)
     cal = protocol.calibration
     title = (
         f"augmented ({cal.variant}) estimate of {args.column!r} "

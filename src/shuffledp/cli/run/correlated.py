@@ -145,7 +145,7 @@ def execute(args: argparse.Namespace) -> int:
         min_honest=min_honest,
         neighbours=args.neighbours,
     )
-    run = protocol.run(data.loaded.indices, path=args.path, seed=data.protocol_seed)
+    run = data.run(protocol, args.path)
     title = (
         f"Correlated-noise estimate of {args.column!r} "
         f"(n={data.n}, ε={epsilon:g}, δ={run.privacy.delta:.2g})"

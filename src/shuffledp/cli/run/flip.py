@@ -87,7 +87,7 @@ def execute(args: argparse.Namespace) -> int:
     protocol = FlipProtocol.calibrated(
         data.n, data.loaded.domain, epsilon, delta, fake_users=fake, calibration=args.calibration
     )
-    run = protocol.run(data.loaded.indices, path=args.path, seed=data.protocol_seed)
+    run = data.run(protocol, args.path)
     title = (
         f"FLIP estimate of {args.column!r} (n={data.n}, ε={epsilon:g}, δ={run.privacy.delta:.2g})"
     )

@@ -61,7 +61,7 @@ def execute(args: argparse.Namespace) -> int:
     protocol = KRRProtocol.calibrated(
         data.n, data.loaded.domain, epsilon, delta, epsilon0=epsilon0, estimator=args.estimator
     )
-    run = protocol.run(data.loaded.indices, path=args.path, seed=data.protocol_seed)
+    run = data.run(protocol, args.path)
     cal = protocol.calibration
     result = run_to_dict(
         run,
