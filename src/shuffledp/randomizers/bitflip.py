@@ -144,6 +144,7 @@ class FlipRandomizer:
                 range(0, n, chunk_size),
                 total=-(-n // chunk_size),
                 desc="randomizing",
+                delay=0.5,  # quick calls (a client's few users) show no bar
             )
         ]
         payload = np.concatenate([p for p, _ in parts])
