@@ -83,7 +83,8 @@ def check_flip_probability(value: Any, name: str = "q") -> float:
 
     Randomized response with flip probability 1/2 carries no information and
     with flip probability above 1/2 it is a relabelled mechanism; Alg. 2 of the
-    FLIP paper takes q in (0, 1/2).
+    FLIP paper (Cheu & Zhilyaev, IEEE S&P 2022, arXiv 2104.02739) takes q in
+    (0, 1/2).
     """
     return check_probability(value, name, low=0.0, high=0.5)
 

@@ -14,7 +14,10 @@ __all__ = ["ApproxDP", "BoundKind", "PrivacyReport"]
 
 @dataclass(frozen=True)
 class ApproxDP:
-    """An (ε, δ)-differential-privacy guarantee (Def. II.1 of the FLIP paper).
+    """An (ε, δ)-differential-privacy guarantee.
+
+    As in Def. II.1 of Cheu & Zhilyaev, "Differentially private histograms in
+    the shuffle model from fake users", IEEE S&P 2022, arXiv 2104.02739.
 
     Attributes:
         epsilon: ε > 0.

@@ -86,3 +86,29 @@ def test_every_figure_on_a_page_is_drawn_by_a_script() -> None:
         assert (FIGURES / name).is_file(), name
         scripts = [script for prefix, script in DRAWN_BY.items() if name.startswith(prefix)]
         assert len(scripts) == 1 and (FIGURES / scripts[0]).is_file(), f"no script draws {name}"
+
+
+#: Paths and file names of paper extracts that users do not have.
+UNSHIPPED = re.compile(
+    r"\.\./shared|shared/papers|segmented-multi-message-shuffle|fake-users-histograms"
+    r"|tight-dp-shuffle-krr|per-user-histograms-shuffle|near-central-notes|reading-notes"
+    r"|pdf-extract"
+)
+
+
+def test_no_page_or_docstring_points_at_papers_users_do_not_have() -> None:
+    """Papers are cited by authors, title, venue and arXiv id, never by a path or file name."""
+    roots = ["docs", "src", "examples", "benchmarks"]
+    files = [ROOT / "README.md", ROOT / "DESIGN.md", ROOT / "CHANGELOG.md"]
+    for root in roots:
+        files += [p for p in (ROOT / root).rglob("*") if p.suffix in {".md", ".py", ".json"}]
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in files
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if UNSHIPPED.search(line)
+    ]
+    assert not found, found
+    references = (ROOT / "docs" / "references.md").read_text(encoding="utf-8")
+    for arxiv in ("2104.02739", "2205.08858", "2407.19639", "2504.07362", "2106.04247"):
+        assert f"arXiv {arxiv}" in references, arxiv

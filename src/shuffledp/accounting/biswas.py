@@ -1,5 +1,8 @@
 """The δ formula of Biswas, Jung & Palamidessi (FPS 2023), Def. 11 / Thm 1, for reproduction.
 
+Source: S. Biswas, K. Jung and C. Palamidessi, "Tight differential privacy guarantees
+for the shuffle model with k-randomized response", FPS 2023, arXiv 2205.08858.
+
 The paper considers one fixed dataset: ``n_x0`` users other than the victim
 hold x₀, and the victim moves from x₀ to x₁. With κ₁ = e^{ε₀}(e^{ε₀} + k − 2)/(k − 1),
 κ₂ = (k − 1)/(e^{ε₀} + k − 2), κ₃(s) = (k − 1)^{n_x0}(e^{ε₀} + k − 2)^{n−n_x0−s}/(e^{ε₀} + k − 1)^n,

@@ -1,5 +1,8 @@
 """Exact privacy accounting for FLIP (Cheu & Zhilyaev, IEEE S&P 2022, Alg. 1–2).
 
+Source: A. Cheu and M. Zhilyaev, "Differentially private histograms in the shuffle model
+from fake users", IEEE S&P 2022, arXiv 2104.02739.
+
 What the analyzer sees. Each of n users sends k + 1 reports (one of its value,
 k of the all-zero vector), each report is bitwise randomized response with
 flip probability q, and each set bit travels as its own message carrying only

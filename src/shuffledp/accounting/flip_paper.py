@@ -1,20 +1,23 @@
 """FLIP's published calibration and error bound (Cheu & Zhilyaev, IEEE S&P 2022).
 
-Reading of the extracts. The clean extract lost Claim III.1's formulas; the
-raw PDF extract gives the privacy condition as the quadratic
+Source: A. Cheu and M. Zhilyaev, "Differentially private histograms in the shuffle model
+from fake users", IEEE S&P 2022, arXiv 2104.02739.
+
+Reading of the paper's text. A text conversion of the paper lost Claim
+III.1's formulas; the PDF's own text gives the privacy condition as the quadratic
 
     q(1 − q) = 33 / (5nk) · ((e^ε + 1)/(e^ε − 1))² · ln(4/δ),   δ < 1/32,
 
 whose root in (0, 1/2) exists iff k ≥ 132/(5n) · ((e^ε + 1)/(e^ε − 1))² ·
 ln(4/δ) (strictly, since q < 1/2). Thm III.3 sets q ← max(q̂, q̃) with q̂ that
-root. The extract's q̃ is garbled ("1 … nk+n ln 2/β"); we read it as
+root. The PDF text's q̃ is garbled ("1 … nk+n ln 2/β"); we read it as
 q̃ = ln(2/β)/(n(k + 1)), a floor that keeps the Chernoff step valid. It never
 binds: n(k+1)·q̂ ≥ 33/5 · ln 128 > 32 > ln 20 for every ε > 0 and δ < 1/32.
 
 Error bound. Thm III.3(b) states, with probability 9/10 for each bin j,
 |z_j − hist_j| < (1/n)·((e^ε+1)/(e^ε−1))·sqrt(264/5 · ln(4/δ) · ln 20 · g(k)).
-The raw extract places ln 20·g(k) under the square root next to 264/5 (the
-clean extract moved it to the denominator, which would make the bound shrink
+The PDF's text places ln 20·g(k) under the square root next to 264/5 (the
+text conversion moved it to the denominator, which would make the bound shrink
 as the confidence grows). Substituting the quadratic shows the theorem is the
 per-bin tail bound
 

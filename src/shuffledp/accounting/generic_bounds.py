@@ -22,9 +22,10 @@ reported as not certified, with the reason, and is never used to calibrate.
   unsound (:func:`bbgn2019_bennett_published_delta` keeps it for reproduction).
 * :func:`fmt2021_closed_epsilon` / :func:`fmt2021_closed_delta`: Feldman,
   McMillan & Talwar, "Hiding among the clones", FOCS 2021, the closed form
-  (Theorem 6 of the per-user-histograms paper): for ε₀ ≤ ln(n/(16 ln(2/δ))),
+  (as restated in Theorem 6 of "Per-user histograms in the shuffle model"):
+  for ε₀ ≤ ln(n/(16 ln(2/δ))),
   ε = ln(1 + (e^{ε₀} − 1)/(e^{ε₀} + 1)·(8·sqrt(e^{ε₀} ln(4/δ)/n) + 8e^{ε₀}/n)).
-  (That extract prints the last term as 8e^ε/q; the source has n.)
+  (That restatement prints the last term as 8e^ε/q; FMT's has n.)
 
 The numerical bounds (FMT's clones, the variation-ratio reduction) are exact
 divergences of two-count pairs: see :mod:`shuffledp.accounting.variation_ratio`.

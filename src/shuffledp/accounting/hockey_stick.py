@@ -5,8 +5,9 @@ The hockey-stick divergence of order e^ε between distributions P and Q,
     H_ε(P ‖ Q) = Σ_z (P(z) − e^ε Q(z))_+ ,
 
 is the smallest δ for which a mechanism whose outputs on two neighbouring
-datasets are P and Q satisfies the (ε, δ) inequality of Def. II.1 (FLIP paper)
-in the direction P → Q. Both directions are needed for differential privacy.
+datasets are P and Q satisfies the (ε, δ) inequality of Def. II.1 (Cheu &
+Zhilyaev, IEEE S&P 2022, arXiv 2104.02739) in the direction P → Q. Both
+directions are needed for differential privacy.
 
 The functions here take probability mass functions on a common finite grid
 (numpy arrays) and evaluate the sum exactly up to floating-point rounding; the

@@ -1,5 +1,8 @@
 """Accounting for k-randomized response shuffled among n users (histogram output).
 
+Source: S. Biswas, K. Jung and C. Palamidessi, "Tight differential privacy guarantees
+for the shuffle model with k-randomized response", FPS 2023, arXiv 2205.08858.
+
 k-RR with local ε₀ reports the true value with probability a = e^{ε₀}/(e^{ε₀} + k − 1)
 and each other value with probability b = 1/(e^{ε₀} + k − 1) (Def. 5 of the
 k-RR paper). The shuffled output is the histogram of the n reports; a victim

@@ -1,5 +1,8 @@
 """Privacy of per-user histograms shuffled within clusters (the per-user paper, Thm 1–2, App. B–C).
 
+Source: "Per-user histograms in the shuffle model" (the version implemented names
+neither its authors nor a venue or arXiv id).
+
 What every release guarantees. Each user sends two Laplace copies of its
 normalized histogram H̄: W with budget ε₁ and T with ε₂ = ε − ε₁. Under the
 reading of Def. 1 a release is stated for (``neighbouring``, see

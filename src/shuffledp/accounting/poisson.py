@@ -1,5 +1,8 @@
 """Accounting for the Poisson randomizer with uniform blanket messages (segmented paper, Alg. 2).
 
+Source: S. Wang, H. Chen, S. Zeng et al., "Segmented private data aggregation in the
+multi-message shuffle model", arXiv 2407.19639 (the version implemented names no venue).
+
 A user holding item x sends it with probability λ and nothing otherwise; users
 also send blanket messages, each uniform over the d items. Lemma 2 of the
 segmented paper reduces a victim's privacy to its own Poisson randomizer and

@@ -1,5 +1,8 @@
 """Accounting for the segmented multi-message protocol (Wang et al., Alg. 2 and Thm 1–3).
 
+Source: S. Wang, H. Chen, S. Zeng et al., "Segmented private data aggregation in the
+multi-message shuffle model", arXiv 2407.19639 (the version implemented names no venue).
+
 A user at level k holds s item slots (its set, padded with a dummy symbol when
 shorter; the dummy is one more item of the message domain, so that blanket
 messages cover it). For each slot it sends the item with probability λ_k and,

@@ -10,8 +10,9 @@ probability 1/2 (A | C ~ Bin(C, 1/2)), and the victim's (Δ₁, Δ₂) equal to
 
 * Feldman, McMillan & Talwar, FOCS 2021 ("hiding among the clones"):
   m = n − 1, r = e^{−ε₀}, w₁ = e^{ε₀}/(e^{ε₀} + 1), w₂ = 1 − w₁.
-* Wang et al., VLDB 2024 (variation-ratio reduction, Thm 1 of the segmented
-  paper): m = n − 1, r = 2βp/((p − 1)q), w₁ = βp/(p − 1), w₂ = β/(p − 1).
+* Wang et al., VLDB 2024, arXiv 2304.05007 (variation-ratio reduction, Thm 1
+  of the segmented paper, arXiv 2407.19639): m = n − 1, r = 2βp/((p − 1)q),
+  w₁ = βp/(p − 1), w₂ = β/(p − 1).
 * k-RR among n users whose other members all hold a third value, restricted to
   the counts of the two values the victim moves between: m = n − 1,
   r = 2/(e^{ε₀} + k − 1), w₁ = e^{ε₀}/(e^{ε₀} + k − 1), w₂ = 1/(e^{ε₀} + k − 1).

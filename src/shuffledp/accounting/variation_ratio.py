@@ -1,10 +1,13 @@
 """Amplification through two-count pairs: the variation-ratio reduction and FMT's clones.
 
-Variation-ratio reduction (Wang et al., VLDB 2024; Thm 1 of the segmented
-paper). If the victim's randomizer has the (p, β)-variation property (every
-output probability ratio between two inputs at most p, total variation at most
-β) and the q property (the victim's output distribution is at most q times any
-other user's, pointwise), then for any divergence satisfying data processing
+Variation-ratio reduction (S. Wang et al., "Privacy amplification via
+shuffling: unified, simplified, and tightened", VLDB 2024, arXiv 2304.05007;
+Thm 1 of the segmented paper, Wang et al., "Segmented private data aggregation
+in the multi-message shuffle model", arXiv 2407.19639). If the victim's
+randomizer has the (p, β)-variation property (every output probability ratio
+between two inputs at most p, total variation at most β) and the q property
+(the victim's output distribution is at most q times any other user's,
+pointwise), then for any divergence satisfying data processing
 the shuffled output is no more distinguishable than the two-count pair with
 
     C ~ Bin(n − 1, 2βp/((p − 1)q)),  w₁ = βp/(p − 1),  w₂ = β/(p − 1)

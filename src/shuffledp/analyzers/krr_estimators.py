@@ -1,5 +1,8 @@
 """Estimators for a shuffled k-RR histogram (k-RR paper, App. B).
 
+Source: S. Biswas, K. Jung and C. Palamidessi, "Tight differential privacy guarantees
+for the shuffle model with k-randomized response", FPS 2023, arXiv 2205.08858.
+
 * ``raw``: the shuffled histogram itself ("shuffle" in the paper). Biased:
   E[C] = (a − b)h + n·b pulls every bin towards n/k.
 * ``inversion``: matrix inversion ("shuffle+INV"): solve Rᵀĥ = C with R the k-RR

@@ -1,5 +1,8 @@
 """The segmented protocol's analyzer (Wang et al., Alg. 2 lines 19–21 and §5.2).
 
+Source: S. Wang, H. Chen, S. Zeng et al., "Segmented private data aggregation in the
+multi-message shuffle model", arXiv 2407.19639 (the version implemented names no venue).
+
 The server sees C_j, the number of shuffled messages equal to item j, and the
 level counts n̂_k of Alg. 1 step 1. The paper's pooled estimator (line 21) is
 

@@ -1,4 +1,8 @@
-"""Top-t selection from a histogram estimate and the FLIP paper's metrics (Def. II.9)."""
+"""Top-t selection from a histogram estimate and the FLIP paper's metrics (Def. II.9).
+
+Source: A. Cheu and M. Zhilyaev, "Differentially private histograms in the shuffle model
+from fake users", IEEE S&P 2022, arXiv 2104.02739.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """The baselines of the segmented paper's §6, for set-valued frequency estimation.
 
+Source: S. Wang, H. Chen, S. Zeng et al., "Segmented private data aggregation in the
+multi-message shuffle model", arXiv 2407.19639 (the version implemented names no venue).
+
 Users hold sets of s items from a public domain of d items (an n × s matrix,
 :func:`shuffledp.data.movies.fixed_size_items`); every baseline estimates
 w_j, the fraction of users holding item j, with per-item standard errors, and

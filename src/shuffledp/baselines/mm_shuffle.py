@@ -1,7 +1,8 @@
 """Baseline "MM, shuffle": balls-into-bins multi-message frequency estimation, for sets.
 
 Luo, Wang & Yi, "Frequency estimation in the shuffle model with almost a
-single message", CCS 2022 (ref. [12] of the segmented paper). For a domain
+single message", CCS 2022 (ref. [12] of the segmented paper: Wang et al., "Segmented
+private data aggregation in the multi-message shuffle model", arXiv 2407.19639). For a domain
 much smaller than n their protocol sends each user's value unchanged plus
 blanket ("dummy") messages, each uniform over the domain; the number of
 blanket messages per user is ⌊m⌋ + Bernoulli(m − ⌊m⌋) (the authors' code,
@@ -17,8 +18,8 @@ sets (L504): each user sends each of its s items. Here:
   user's items are sent and E[N] = n·m blanket messages spread uniformly.
 
 ``blanket="alg2"`` instead makes ⌈m⌉ tries per user, each sending with
-probability m/⌈m⌉: Alg. 2 of the segmented paper with K = 1, λ = 1 (the
-reading notes' shape). The two agree for m ≤ 1 and at integer m.
+probability m/⌈m⌉: Alg. 2 of the segmented paper with K = 1, λ = 1. The
+two agree for m ≤ 1 and at integer m.
 
 Accounting (user level: the whole set changes). Per slot, one item changes
 x₀ → x₁ (either may be the padding symbol) while the victim's other slots

@@ -1,7 +1,9 @@
 """PrivSet's subset-selection randomizer for set-valued data (the paper's "Subexp").
 
 Wang, Huang, Nie, Wang, Xu & Yang, "PrivSet: set-valued data analyses with
-local differential privacy", INFOCOM 2018 (ref. [20] of the segmented paper).
+local differential privacy", INFOCOM 2018 (ref. [20] of the segmented paper: Wang et
+al., "Segmented private data aggregation in the multi-message shuffle model", arXiv
+2407.19639).
 A user's set is padded to exactly s items of an output domain of D symbols
 (D = d + s with PrivSet's s dummy items when sets may be shorter, D = d when
 every set is full). The randomizer outputs a k-subset Z of the D symbols with

@@ -1,5 +1,8 @@
 """Baselines "SepMM, shuffle" and "Weighted SepMM, shuffle" (segmented paper, §6, L506–508).
 
+Source: S. Wang, H. Chen, S. Zeng et al., "Segmented private data aggregation in the
+multi-message shuffle model", arXiv 2407.19639 (the version implemented names no venue).
+
 The users of each level k (n_k of them, level ε = E_k) run
 :mod:`~shuffledp.baselines.mm_shuffle` on their own: their own shuffle, blanket
 messages from their own level's users only, calibrated for (E_k, δ) with

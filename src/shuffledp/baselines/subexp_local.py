@@ -1,5 +1,8 @@
 """Baseline "Subexp, local" (segmented paper, §6): PrivSet's subset selection, pure ε-LDP.
 
+Source: S. Wang, H. Chen, S. Zeng et al., "Segmented private data aggregation in the
+multi-message shuffle model", arXiv 2407.19639 (the version implemented names no venue).
+
 Every user runs :class:`~shuffledp.baselines.privset.SubsetSelection` at the
 liberal level (ε = 2 in the paper, L500) and sends its k-subset to the
 analyzer directly. The guarantee is the randomizer's own: for any two sets x,

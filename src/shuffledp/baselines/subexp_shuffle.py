@@ -1,5 +1,8 @@
 """Baseline "Subexp, shuffle" (segmented paper, §6): PrivSet's randomizer, one shuffled message.
 
+Source: S. Wang, H. Chen, S. Zeng et al., "Segmented private data aggregation in the
+multi-message shuffle model", arXiv 2407.19639 (the version implemented names no venue).
+
 Every user sends one k-subset from :class:`~shuffledp.baselines.privset.SubsetSelection`
 at a local ε₀ through a uniform shuffle; all users get the strictest level
 (ε = 0.5, δ = 0.01/n in the paper, L502). The randomizer is ε₀-LDP with

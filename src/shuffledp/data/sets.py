@@ -3,7 +3,7 @@
 Input is in long format: one row per (user, item), with the user's privacy
 level on every row (CSV, plain or gzip, or Parquet; read in batches by
 :class:`~shuffledp.data.loaders.ColumnReader`). :func:`load_sets` turns it into
-what Alg. 2 of Wang et al. consumes: a users × s matrix of item slots and one
+what Alg. 2 of Wang et al. (arXiv 2407.19639) consumes: a users × s matrix of item slots and one
 level index per user.
 
 Every user gets exactly s slots (Alg. 2 takes |x_i| = s):

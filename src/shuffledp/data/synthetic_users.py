@@ -1,5 +1,8 @@
 """Synthetic clustered users for per-user histograms (per-user histograms paper, Thm 3–4's setting).
 
+Source: "Per-user histograms in the shuffle model" (the version implemented names
+neither its authors nor a venue or arXiv id).
+
 Thm 4 assumes clusters of small diameter r that are separated by R. The
 generator :func:`clustered_users` draws such data as a Dirichlet mixture:
 

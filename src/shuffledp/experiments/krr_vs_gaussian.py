@@ -1,5 +1,8 @@
 """Shuffled k-RR against central mechanisms (k-RR paper, Sec. 5, Table 4, Figs 1–3).
 
+Source: S. Biswas, K. Jung and C. Palamidessi, "Tight differential privacy guarantees
+for the shuffle model with k-randomized response", FPS 2023, arXiv 2205.08858.
+
 Users run k-RR at the paper's ε₀ (4 by default). For each data set, k, n and
 target ε ≤ ε₀, the central analytic Gaussian mechanism (ℓ₂ sensitivity √2) is
 calibrated to (ε, δ) with δ taken two ways:

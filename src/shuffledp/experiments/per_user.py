@@ -1,5 +1,8 @@
 """Per-user histograms with cluster-then-shuffle, measured (per-user histograms paper, §3, Thm 1–4).
 
+Source: "Per-user histograms in the shuffle model" (the version implemented names
+neither its authors nor a venue or arXiv id).
+
 Every user holds counts H over d public classes; the protocol
 (:class:`~shuffledp.protocols.per_user.PerUserHistograms`, Alg. 1) sends two
 Laplace copies, groups the users by k-means on the first (W, budget ε₁) and

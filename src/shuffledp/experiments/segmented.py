@@ -1,7 +1,7 @@
 """The segmented paper's §6 experiments, redone with two accountings and verdicts.
 
 Wang et al., "Segmented private data aggregation in the multi-message shuffle
-model", §6 (Figs 2–6) and §6.4. Users hold sets of s items; levels
+model", arXiv 2407.19639, §6 (Figs 2–6) and §6.4. Users hold sets of s items; levels
 E = (0.5, 1, 2) are assigned at random, independently of the data, in the
 shares S1 = 25/50/25 %, S2 = 50/25/25 %, S3 = 25/25/50 % (exact counts by
 largest remainder); δ = 0.01/n. For every blanket rate m of a grid our

@@ -1,7 +1,7 @@
 """FLIP: histograms from bitwise randomized response plus fake users.
 
 Cheu & Zhilyaev, "Differentially private histograms in the shuffle model from
-fake users", IEEE S&P 2022: randomizer Alg. 1–2, analyzer Alg. 3, calibration
+fake users", IEEE S&P 2022, arXiv 2104.02739: randomizer Alg. 1–2, analyzer Alg. 3, calibration
 Claim III.1 / Thm III.3. Two calibrations of the flip probability q:
 
 * ``"exact"``: the smallest q whose exact certified δ(ε)

@@ -1,5 +1,8 @@
 """k-RR in the shuffle model (Biswas, Jung & Palamidessi, FPS 2023) with exact accounting.
 
+Source: S. Biswas, K. Jung and C. Palamidessi, "Tight differential privacy guarantees
+for the shuffle model with k-randomized response", FPS 2023, arXiv 2205.08858.
+
 Each user sends one k-RR report (Def. 5); the shuffled histogram is analysed
 raw or denoised by matrix inversion (App. B) and its projections. Privacy comes
 from :func:`shuffledp.accounting.krr.krr_delta`, a certified δ(ε) for every

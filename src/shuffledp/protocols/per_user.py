@@ -1,5 +1,8 @@
 """Per-user histograms with cluster-then-shuffle (per-user histograms paper, Alg. 1 and Alg. 2).
 
+Source: "Per-user histograms in the shuffle model" (the version implemented names
+neither its authors nor a venue or arXiv id).
+
 Every user holds counts H ∈ ℕ^d and sends noisy copies of H̄ = H/s_H
 (:mod:`shuffledp.randomizers.laplace`); the shuffler groups the users on the
 first copy and shuffles the released copy within each group

@@ -1,7 +1,7 @@
 """Segmented (personalized) privacy for set-valued data in the multi-message shuffle model.
 
 Wang et al., "Segmented private data aggregation in the multi-message shuffle
-model": Alg. 1 (the framework) with Alg. 2 (set-valued data). Every user
+model", arXiv 2407.19639: Alg. 1 (the framework) with Alg. 2 (set-valued data). Every user
 chooses a level k (privacy E_k) and holds s item slots.
 
 * Step 1, level aggregation (Alg. 1 lines 3–12): the server learns the level

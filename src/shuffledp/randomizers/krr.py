@@ -1,5 +1,8 @@
 """k-randomized response (Def. 5 of the k-RR paper): one message per user.
 
+Source: S. Biswas, K. Jung and C. Palamidessi, "Tight differential privacy guarantees
+for the shuffle model with k-randomized response", FPS 2023, arXiv 2205.08858.
+
 A user with value x reports x with probability a = e^{ε₀}/(e^{ε₀} + k − 1) and
 each other value with probability b = 1/(e^{ε₀} + k − 1). The message carries
 the reported value only.

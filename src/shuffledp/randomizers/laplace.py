@@ -1,5 +1,8 @@
 """The Laplace randomizer for per-user histograms (per-user histograms paper, Alg. 1 lines 2–5).
 
+Source: "Per-user histograms in the shuffle model" (the version implemented names
+neither its authors nor a venue or arXiv id).
+
 A user holds counts H ∈ ℕ^d with total s_H > 0 and randomizes the normalized
 histogram H̄ = H/s_H by adding independent Laplace noise to every coordinate.
 

@@ -1,7 +1,7 @@
 """The segmented protocol's client randomizer: Poisson item reports plus blanket messages.
 
 Wang et al., "Segmented private data aggregation in the multi-message shuffle
-model", Alg. 2 lines 9–16 (Eq. 2). A user at level k holds s item slots (its
+model", arXiv 2407.19639, Alg. 2 lines 9–16 (Eq. 2). A user at level k holds s item slots (its
 set, sampled or padded to s items; index d of the message domain is the
 padding symbol when padding is on). For every slot it
 

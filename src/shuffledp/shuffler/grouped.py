@@ -1,5 +1,8 @@
 """The grouped shuffler of the per-user histograms paper (Alg. 1 lines 9–16, Alg. 2 lines 2–9).
 
+Source: "Per-user histograms in the shuffle model" (the version implemented names
+neither its authors nor a venue or arXiv id).
+
 The shuffler clusters the users on their first noisy copies W (line 9), then
 applies an independent uniformly random permutation within every group
 (lines 10–16) to the copy it releases. Only the ordered sequence

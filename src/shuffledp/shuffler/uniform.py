@@ -1,5 +1,8 @@
 """The uniform shuffler S of Def. II.7 (FLIP paper): a uniformly random permutation.
 
+Source: A. Cheu and M. Zhilyaev, "Differentially private histograms in the shuffle model
+from fake users", IEEE S&P 2022, arXiv 2104.02739.
+
 The secure shuffle sorts and gathers in blocks of 2²⁰ elements, so that a
 Ctrl-C (which Python delivers between bytecodes, never inside one numpy call)
 stops it within a fraction of a second whatever the batch's size: measured

@@ -1,6 +1,7 @@
 """``shuffledp account segmented``: λ per level and the blanket rate for segmented privacy.
 
-Wang et al., §5.2: for levels E_1 < … < E_K with user shares, the largest λ_k
+Wang et al., "Segmented private data aggregation in the multi-message shuffle
+model", arXiv 2407.19639, §5.2: for levels E_1 < … < E_K with user shares, the largest λ_k
 the exact accountant certifies at each blanket rate m, and the m with the
 smallest error bound (nm + sΛ)/Λ². Each level shows its certified δ, the δ of a
 concrete dataset pair (lower bound) and the λ the paper's Eq. 7 would choose.

@@ -1,7 +1,7 @@
 """``shuffledp experiment per-user``: per-user histograms with cluster-then-shuffle, measured.
 
 Runs :func:`shuffledp.experiments.per_user.run_per_user_experiment` (the
-per-user histograms paper, Alg. 1, Thm 1–4) and prints its headline numbers.
+"Per-user histograms in the shuffle model", Alg. 1, Thm 1–4) and prints its headline numbers.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """``shuffledp run segmented``: personalized privacy levels on set-valued data (Wang et al.).
 
+Wang et al., "Segmented private data aggregation in the multi-message shuffle
+model", arXiv 2407.19639.
+
 Input in long format: one row per (user, item) with the user's privacy level
 on every row. Alg. 1 end to end: the level counts (exact or DP), λ_k and the
 blanket rate m (§5.2), then Alg. 2's Poisson randomizer, the shuffle and the

@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    """Calibrate FLIP for n users and simulate it (Alg. 1-3 of the FLIP paper)."""
+    """Calibrate FLIP for n users and simulate it (Alg. 1-3 of arXiv 2104.02739)."""
     from shuffledp.protocols.flip import FlipProtocol
 
     setup = prepare_simulation(args)

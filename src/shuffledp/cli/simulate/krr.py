@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    """Calibrate k-RR for n users and simulate it (Def. 5 and App. B of the k-RR paper)."""
+    """Calibrate k-RR for n users and simulate it (Def. 5, App. B of arXiv 2205.08858)."""
     from shuffledp.protocols.krr import KRRProtocol
 
     setup = prepare_simulation(args)
