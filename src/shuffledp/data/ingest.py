@@ -273,7 +273,9 @@ def load_histogram(
     :func:`load_values`.
 
     Raises:
-        As :func:`load_values`.
+        FileNotFoundError: If ``path`` does not exist.
+        InvalidParameterError: On a bad or inconsistent option, as :func:`load_values`.
+        DataError: On an empty, malformed or out-of-domain file, as :func:`load_values`.
     """
     loaded = _load(
         path,
