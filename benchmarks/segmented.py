@@ -1,4 +1,4 @@
-"""Segmented protocol (Wang et al.): calibration time and run throughput.
+"""Segmented protocol (Wang et al., arXiv 2407.19639): calibration time and run throughput.
 
 Prints one JSON object:
 
