@@ -27,7 +27,7 @@ from shuffledp._progress import progress
 from shuffledp.accounting import amplified_epsilon
 from shuffledp.accounting.biswas import biswas2023_delta
 from shuffledp.accounting.krr import krr_delta, krr_delta_lower_bound
-from shuffledp.plotting import require_matplotlib
+from shuffledp.plotting import legend_outside, require_matplotlib, save_readable
 from shuffledp.privacy import BoundKind
 
 DELTA = 1e-6
@@ -63,7 +63,9 @@ def main() -> None:
     plt = require_matplotlib()
     n_values = np.unique(np.logspace(2, 7, 5 if args.quick else 11).round().astype(int))
     eps0s = (1.0, 4.0) if args.quick else (0.4, 1.0, 2.0, 4.0)
-    fig, axes = plt.subplots(1, len(eps0s), figsize=(4.25 * len(eps0s), 4.6), sharey=True)
+    fig, axes = plt.subplots(
+        1, len(eps0s), figsize=(4.25 * len(eps0s) + 2.2, 4.6), sharey=True, layout="constrained"
+    )
     curves = [
         (ax, eps0, method) for ax, eps0 in zip(axes, eps0s, strict=True) for method in GENERIC
     ]
@@ -92,14 +94,12 @@ def main() -> None:
         ax.set_xlabel("n (users)")
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel(f"amplified ε at δ = {DELTA:g}")
-    axes[-1].legend(fontsize=7, loc="lower left")
+    legend_outside(axes[-1], fontsize=7)
     fig.suptitle(
         "Shuffle amplification: every bound in shuffledp.accounting"
         " (missing points: outside a bound's range)"
     )
-    fig.tight_layout()
-    out = figures / "accounting_epsilon_vs_n.png"
-    fig.savefig(out, dpi=110)
+    out = save_readable(fig, figures / "accounting_epsilon_vs_n.png", dpi=110)
     print(f"wrote {out}")
     if args.quick:
         return

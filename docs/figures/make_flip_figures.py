@@ -20,7 +20,7 @@ from _common import figures_dir
 
 from shuffledp import calibrate_flip, flip_delta, flip_delta_lower_bound
 from shuffledp._progress import progress
-from shuffledp.plotting import require_matplotlib
+from shuffledp.plotting import legend_outside, require_matplotlib, save_readable
 
 
 def main() -> None:
@@ -35,7 +35,7 @@ def main() -> None:
     )
     plt = require_matplotlib()
     n, d, eps_target, delta_target = 100_000, 100, 1.0, 1e-6
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 4.5), layout="constrained")
     eps = np.linspace(0.2, 2.0, 10 if args.quick else 46)
     for method, colour in (("exact", "#4c72b0"), ("paper", "#dd8452")):
         cal = calibrate_flip(n, d, eps_target, delta_target, method=method)
@@ -54,10 +54,8 @@ def main() -> None:
     ax.set_xlabel("ε")
     ax.set_ylabel("δ(ε)")
     ax.set_title(f"FLIP, n={n:,}, d={d}: target (ε, δ) = ({eps_target:g}, {delta_target:g})")
-    ax.legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
-    out = figures / "flip_delta_vs_epsilon.png"
-    fig.savefig(out, dpi=120)
+    legend_outside(ax, fontsize=7)
+    out = save_readable(fig, figures / "flip_delta_vs_epsilon.png", dpi=120)
     print(f"wrote {out}")
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import figure_checks
 from shuffledp.experiments.near_central import (
     PROTOCOLS,
     NearCentralConfig,
@@ -73,6 +74,9 @@ def test_small_grid_writes_rows_verdicts_and_valid_files(tmp_path: Path):
     assert all(v == "untested" for c, v in claims.items() if "1,000,000" in c)
     names = {p.name for p in result["files"]}
     assert {"near_central.csv", "near_central_by_n.png", "near_central_messages.png"} <= names
+    for path in result["files"]:
+        if path.suffix == ".png":
+            assert figure_checks.checked(path), path.name  # drawn and readable (conftest)
 
 
 def test_verdict_without_evidence_is_untested():

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import figure_checks
 from shuffledp.cli import main
 from shuffledp.experiments.per_user import (
     ATTACK_FIELDS,
@@ -96,6 +97,7 @@ def test_files_and_columns(fixture: str, request: pytest.FixtureRequest) -> None
         assert result[name], f"{name} is empty"
     for name in PNG_FILES:
         assert (out / name).stat().st_size > 5000, name
+        assert figure_checks.checked(out / name), name  # drawn and readable (conftest)
     for column in ("l1_mean", "topk_precision_mean", "pure_group_fraction_mean", "groups_mean"):
         assert column in SWEEP_FIELDS
     assert "wrote" in result["stdout"] and "epsilon'" in result["stdout"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import figure_checks
 from shuffledp.accounting.segmented import level_lower_bound
 from shuffledp.cli import main
 from shuffledp.experiments.segmented import FIELDS, whole_set_lower_delta
@@ -61,6 +62,8 @@ def test_quick_run_writes_csv_json_and_figures(tmp_path: Path, capsys: pytest.Ca
         out / "segmented_synthetic_lambda.png",
     ):
         assert path.is_file() and path.stat().st_size > 0, path
+    for name in ("segmented_synthetic_n5000_s4.png", "segmented_synthetic_lambda.png"):
+        assert figure_checks.checked(out / name), name  # drawn and readable (conftest)
     with csv_path.open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert tuple(rows[0]) == FIELDS

@@ -10,8 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from shuffledp._files import save_figure
-from shuffledp.plotting import require_matplotlib
+from shuffledp.plotting import require_matplotlib, save_readable
 
 __all__ = ["plot_krr_vs_gaussian"]
 
@@ -59,20 +58,23 @@ def _panels(
     fig, axes = plt.subplots(
         2,
         len(data_names),
-        figsize=(3.2 * len(data_names) + 1, 6.5),
+        figsize=(3.4 * len(data_names) + 1.2, 7.0),
         squeeze=False,
         sharex=sharex,
+        layout="constrained",
     )
     for i, source in enumerate(_SOURCES):
         for j, name in enumerate(data_names):
             draw(axes[i][j], source, name)
     handles = [plt.Rectangle((0, 0), 1, 1, color=_COLOURS[m], alpha=0.7) for m in _MECHS]
-    axes[0][-1].legend(handles, list(_MECHS), fontsize=7)
+    # Below the panels, where it covers no box or line.
+    fig.legend(handles, list(_MECHS), loc="outside lower center", ncol=len(_MECHS), fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
+    try:
+        save_readable(fig, path, dpi=110)
+    finally:
+        plt.close(fig)
     return path
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shuffledp._files import save_figure
-from shuffledp.plotting import require_matplotlib
+from shuffledp.plotting import legend_outside, require_matplotlib, save_readable
 
 if TYPE_CHECKING:
     from shuffledp.experiments.near_central import NearCentralConfig, NearCentralRow
@@ -43,13 +42,27 @@ def _series(
 
 
 def _plain_ticks(ax: Any) -> None:
-    """Tick labels as plain numbers (2, 3, 6) rather than powers of ten."""
+    """Tick labels as plain numbers (2, 3, 6) rather than powers of ten.
+
+    Over more than a decade only the minor ticks at 2 and 5 times a power of
+    ten are labelled (all of them would run into each other).
+    """
     from matplotlib.ticker import FuncFormatter
 
     plain = FuncFormatter(lambda value, _: f"{value:g}")
+
+    def minor_formatter(axis: Any) -> Any:
+        def label(value: float, _: int) -> str:
+            low, high = sorted(axis.get_view_interval())
+            if low > 0 and high / low > 10 and f"{value:.0e}"[0] not in "25":
+                return ""
+            return f"{value:g}"
+
+        return FuncFormatter(label)
+
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(plain)
-        axis.set_minor_formatter(plain)
+        axis.set_minor_formatter(minor_formatter(axis))
 
 
 def _lines(ax: Any, rows: list[NearCentralRow], key: str, **where: Any) -> None:
@@ -86,17 +99,21 @@ def plot_near_central(
     _lines(ax, rows, "n", epsilon=config.epsilon, n=None)
     ax.set_xlabel("users n")
     ax.set_title(f"Per-bin error against n at ε = {config.epsilon:g}\n{setting}")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    written.append(save_figure(fig, out / "near_central_by_n.png", dpi=120))
-    plt.close(fig)
+    legend_outside(ax)
+    try:
+        written.append(save_readable(fig, out / "near_central_by_n.png", dpi=120))
+    finally:
+        plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(7.5, 5.0), layout="constrained")
     _lines(ax, rows, "epsilon", epsilon=None, n=config.sweep_n)
     ax.set_xlabel("ε")
     ax.set_title(f"Per-bin error against ε at n = {config.sweep_n:,}\n{setting}")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    written.append(save_figure(fig, out / "near_central_by_epsilon.png", dpi=120))
-    plt.close(fig)
+    legend_outside(ax)
+    try:
+        written.append(save_readable(fig, out / "near_central_by_epsilon.png", dpi=120))
+    finally:
+        plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(7.5, 5.0), layout="constrained")
     for name in ("flip", "krr", "correlated", "augmented"):
@@ -121,7 +138,9 @@ def plot_near_central(
     ax.set_ylabel("messages per user")
     ax.set_title(f"Messages per user at ε = {config.epsilon:g}\n{setting}")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    written.append(save_figure(fig, out / "near_central_messages.png", dpi=120))
-    plt.close(fig)
+    legend_outside(ax)
+    try:
+        written.append(save_readable(fig, out / "near_central_messages.png", dpi=120))
+    finally:
+        plt.close(fig)
     return written

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from shuffledp._files import save_figure
-from shuffledp.plotting import require_matplotlib
+from shuffledp._wording import plural
+from shuffledp.plotting import legend_outside, require_matplotlib, save_readable
 
 __all__ = ["plot_per_user"]
 
@@ -32,7 +32,7 @@ def _num(value: Any) -> float:
 
 
 def _sweep_figure(plt: Any, rows: list[dict[str, Any]], epsilon: float, path: Path) -> Path:
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5), sharex=True)
+    fig, axes = plt.subplots(2, 2, figsize=(10, 8.0), sharex=True, layout="constrained")
     panels = (
         ("l1", "mean per-user L1 error (solid: raw; dashed: on the simplex)"),
         ("topk_precision", f"top-{rows[0]['topk']} precision"),
@@ -92,15 +92,24 @@ def _sweep_figure(plt: Any, rows: list[dict[str, Any]], epsilon: float, path: Pa
                 title += f"\nThm 4's ε₁ = {thm4:.3g} > ε = {epsilon:g} (off chart)"
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(f"ε₁ (ε = {epsilon:g}, c = {rows[0]['c']:g})")
-    axes[0][0].legend(fontsize=7, loc="upper right")
+    unique: dict[str, Any] = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            unique.setdefault(label, handle)
+    # Below the panels, where it covers no curve.
+    fig.legend(
+        list(unique.values()), list(unique.keys()), loc="outside lower center", ncol=3, fontsize=8
+    )
     fig.suptitle(
         f"Per-user histograms, {rows[0]['data']} (n={rows[0]['n']}, d={rows[0]['d']}, "
-        f"G={rows[0]['clusters']}): ε₁ sweep, mean ± s.e. over {rows[0]['repetitions']} runs",
+        f"G={rows[0]['clusters']}): ε₁ sweep, mean ± s.e. over "
+        f"{plural(int(rows[0]['repetitions']), 'run')}",
         fontsize=10,
     )
-    fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
+    try:
+        save_readable(fig, path, dpi=110)
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -109,7 +118,9 @@ def _baseline_figure(plt: Any, rows: list[dict[str, Any]], path: Path) -> Path:
     missing = [r["release"] for r in rows if r["status"] != "ok"]
     names = [r["release"] for r in ok]
     y = np.arange(len(ok))
-    fig, axes = plt.subplots(1, 2, figsize=(11, 0.45 * len(ok) + 2.2), sharey=True)
+    fig, axes = plt.subplots(
+        1, 2, figsize=(11, 0.45 * len(ok) + 2.4), sharey=True, layout="constrained"
+    )
     for ax, key, title in (
         (axes[0], "l1", "mean per-user L1 (bar: raw; dot: on the simplex)"),
         (axes[1], "topk_precision", f"top-{ok[0]['topk']} precision"),
@@ -130,9 +141,10 @@ def _baseline_figure(plt: Any, rows: list[dict[str, Any]], path: Path) -> Path:
     if missing:
         caption += f"; not available: {', '.join(missing)}"
     fig.suptitle(f"Baselines, {first['data']}\n{caption}", fontsize=9)
-    fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
+    try:
+        save_readable(fig, path, dpi=110)
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -140,7 +152,9 @@ def _epsilon_prime_figure(
     plt: Any, rows: list[dict[str, Any]], summary: dict[str, Any], path: Path
 ) -> Path:
     cs = sorted({r["c"] for r in rows})
-    fig, axes = plt.subplots(1, len(cs), figsize=(3.8 * len(cs), 3.6), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(cs), figsize=(3.8 * len(cs), 4.4), squeeze=False, layout="constrained"
+    )
     for ax, c in zip(axes[0], cs, strict=True):
         mine = [r for r in rows if r["c"] == c and r["grouping"] == "k-means"]
         truth = [r for r in rows if r["c"] == c and r["grouping"] != "k-means"]
@@ -179,22 +193,32 @@ def _epsilon_prime_figure(
             fontsize=9,
         )
         ax.set_xlabel("ε′ (shuffled T, conditional on the groups)")
-        ax.legend(fontsize=7, loc="upper left")
+    unique: dict[str, Any] = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            unique.setdefault(label, handle)
+    # Below the panels, where it covers no bar or line.
+    fig.legend(
+        list(unique.values()), list(unique.keys()), loc="outside lower center", ncol=3, fontsize=7
+    )
     axes[0][0].set_ylabel(f"users (sample of {rows[0]['sample_size']})")
     fig.suptitle(
         f"Per-user ε′ at δ = {rows[0]['delta']:g}, {rows[0]['data']} (analysis numbers, "
         "never released)",
         fontsize=10,
     )
-    fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
+    try:
+        save_readable(fig, path, dpi=110)
+    finally:
+        plt.close(fig)
     return path
 
 
 def _thm3_figure(plt: Any, runs: dict[str, list[dict[str, Any]]], path: Path) -> Path:
     available = [(release, items[0]) for release, items in runs.items() if items]
-    fig, axes = plt.subplots(1, len(available), figsize=(4.6 * len(available), 4.2), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(available), figsize=(6.0 * len(available), 4.4), squeeze=False, layout="constrained"
+    )
     for ax, (release, run) in zip(axes[0], available, strict=True):
         bound = run["spread"] + run["expected_noise"]
         ax.scatter(
@@ -215,10 +239,11 @@ def _thm3_figure(plt: Any, runs: dict[str, list[dict[str, Any]]], path: Path) ->
         )
         ax.set_xlabel("Thm 3 bound, expectation version (spread + E‖noise‖₁)")
         ax.set_ylabel("‖Ĥ_i − H̄_i‖₁")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
+        legend_outside(ax, fontsize=7, markerscale=2)
+    try:
+        save_readable(fig, path, dpi=110)
+    finally:
+        plt.close(fig)
     return path
 
 

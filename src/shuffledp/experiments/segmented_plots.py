@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from shuffledp._files import save_figure
-from shuffledp.plotting import require_matplotlib
+from shuffledp._wording import plural
+from shuffledp.plotting import legend_outside, require_matplotlib, save_readable
 
 __all__ = ["plot_segmented"]
 
@@ -64,7 +64,9 @@ def _mse_figure(plt: Any, rows: list[dict[str, Any]], out: Path, data: str, n: i
     shares = list(dict.fromkeys(r["shares"] for r in mine))
     d = mine[0]["domain_size"]
     width = max(7.5, 5.0 * len(shares))
-    fig, axes = plt.subplots(1, len(shares), figsize=(width, 5.2), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(shares), figsize=(width, 5.6), squeeze=False, layout="constrained"
+    )
     for ax, share in zip(axes[0], shares, strict=True):
         panel = [r for r in mine if r["shares"] == share]
         base = [r for r in panel if r["accounting"] == "own" and math.isfinite(r["mse_mean"])]
@@ -124,20 +126,26 @@ def _mse_figure(plt: Any, rows: list[dict[str, Any]], out: Path, data: str, n: i
         ax.set_xlabel("blanket messages per user m")
         ax.set_ylabel("Σ_j (ŵ_j − w_j)²  (w: the data's own frequencies)")
         reps = max((r["repetitions"] for r in panel), default=0)
-        ax.set_title(f"{share}, {reps} repetitions", fontsize=9)
+        ax.set_title(f"{share}, {plural(reps, 'repetition')}", fontsize=9)
         ax.grid(True, which="major", alpha=0.3)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    fig.legend(list(unique.values()), list(unique.keys()), loc="lower center", ncol=3, fontsize=7.5)
+    unique: dict[str, Any] = {}
+    for ax in axes[0]:  # every panel's entries (an off-scale marker may be in one only)
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            unique.setdefault(label, handle)
+    # Below the panels, where it covers no curve or band.
+    fig.legend(
+        list(unique.values()), list(unique.keys()), loc="outside lower center", ncol=3, fontsize=7.5
+    )
     fig.suptitle(
         f"Segmented protocol vs baselines: {data}, d={d}, s={s}, n={n:,}\n"
         "levels (0.5, 1, 2), δ = 0.01/n; bars and bands: ± one standard error",
         fontsize=10,
     )
-    fig.tight_layout(rect=(0, 0.17, 1, 0.93))
     path = out / f"segmented_{data}_n{n}_s{s}.png"
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
+    try:
+        save_readable(fig, path, dpi=110)
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -187,7 +195,13 @@ def _lambda_figure(
     for p in eq7["points"]:
         groups[(p["n"], p["items_per_user"])].append(p)
     keys = sorted(groups)
-    fig, axes = plt.subplots(3, len(keys), figsize=(max(7.5, 4.4 * len(keys)), 9.5), squeeze=False)
+    fig, axes = plt.subplots(
+        3,
+        len(keys),
+        figsize=(max(8.5, 4.4 * len(keys) + 1.6), 9.5),
+        squeeze=False,
+        layout="constrained",
+    )
     for col, key in enumerate(keys):
         pts = sorted(groups[key], key=lambda p: p["blanket_rate"])
         m = np.array([p["blanket_rate"] for p in pts])
@@ -227,15 +241,16 @@ def _lambda_figure(
             for m_value in m:
                 if m_value == math.floor(m_value):
                     axes[row][col].axvline(m_value, color="#bbbbbb", linewidth=0.6, linestyle=":")
-    axes[0][0].legend(fontsize=6.5)
-    axes[1][0].legend(fontsize=6.5)
+    legend_outside(axes[0][-1], *axes[0][0].get_legend_handles_labels(), fontsize=6.5)
+    legend_outside(axes[1][-1], *axes[1][0].get_legend_handles_labels(), fontsize=6.5)
     fig.suptitle(
         f"{data}: report probabilities from the exact accountant and from Eq. 7 (Lemma 3, Thm 3)\n"
         "lines join m inside one (k, k + 1); open markers: integer m, where λ jumps (γ = 1)",
         fontsize=10,
     )
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
     path = out / f"segmented_{data}_lambda.png"
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
+    try:
+        save_readable(fig, path, dpi=110)
+    finally:
+        plt.close(fig)
     return path

@@ -531,16 +531,17 @@ def write_release(
     output: Path | None,
     plot: Path | None,
     title: str,
+    ylabel: str = "users",
 ) -> str:
     """Plot ``estimate`` (if asked), then write ``result`` as JSON; return where it went.
 
     The JSON goes to ``output`` (atomically) or to stdout; nothing is written
-    before the plot succeeds.
+    before the plot succeeds. ``ylabel`` says what the plot's counts count.
     """
     if plot is not None:
         from shuffledp.plotting import plot_histogram_estimate
 
-        plot_histogram_estimate(estimate, plot, title=title)
+        plot_histogram_estimate(estimate, plot, title=title, ylabel=ylabel)
     text = json.dumps(command_line_document(result), indent=2) + "\n"
     if output is None:
         sys.stdout.write(text)

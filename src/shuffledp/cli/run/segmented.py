@@ -294,10 +294,22 @@ def _summary(
     levels = ", ".join(
         f"({level['epsilon']:g}, {level['delta']:.3g})" for level in privacy["levels"]
     )
+    s = result["parameters"]["items_per_user"]
+    if data.users_sampled:
+        # Operator-only (stderr): how many sets were sampled is a statistic of the data.
+        estimand = (
+            f"estimates the share of users whose set, sampled to {s} items, holds each item "
+            f"({data.users_sampled:,} of {result['n']:,} sets had more than {s} items and "
+            "were sampled)"
+        )
+    else:
+        estimand = (
+            f"estimates the share of users holding each item (no set had more than {s} items)"
+        )
     lines = [
         f"shuffledp run segmented: {result['n']} users, {len(result['domain'])} items "
         f"(domain: {result['domain_source']}), levels certified {levels} "
-        f"[{privacy['method']}], m={result['parameters']['blanket_rate']:g}; "
+        f"[{privacy['method']}], m={result['parameters']['blanket_rate']:g}; {estimand}; "
         f"result: {destination}"
     ]
     lines += [f"note: {for_command_line(note)}" for note in (*data.notes, *chosen)]
@@ -397,7 +409,8 @@ def execute(args: argparse.Namespace) -> int:
         f"segmented estimate of {args.item_column!r} (n={run.n}, levels "
         f"{','.join(f'{x:g}' for x in levels)}, m={run.parameters.blanket_rate:.3g})"
     )
-    destination = write_release(result, run.estimate, output, plot, title)
+    ylabel = f"users whose set holds the item\n(sets of more than {s} items sampled to {s})"
+    destination = write_release(result, run.estimate, output, plot, title, ylabel=ylabel)
     if not args.quiet:
         chosen = [note for note in extra if "on your behalf" in note]
         for line in _summary(result, data, destination, chosen):

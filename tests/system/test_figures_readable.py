@@ -1,0 +1,197 @@
+"""Every figure the package draws is readable at its default size.
+
+The figures are really drawn (Agg) and measured by ``tests/figure_checks.py``,
+which ``tests/conftest.py`` installs for the whole session: every figure the
+package writes in any test is checked (titles inside the figure, legends over
+no data, tick labels apart) and a problem fails the test that drew it. Here:
+the checker itself, the ``run`` plots of every protocol with long titles and
+the tallest bar at the right, a domain above ``MAX_BARS``, the demo's two
+panels, ``experiment krr-vs-gaussian`` with one and two data sets, and the
+docs/figures scripts that draw their own figures. The segmented, per-user and
+near-central experiments' figures are checked in their own tests, which draw
+them anyway (``figure_checks.checked`` there).
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import figure_checks
+from shuffledp.analyzers.estimate import HistogramEstimate
+from shuffledp.cli import main
+from shuffledp.experiments import ExperimentConfig, run_krr_vs_gaussian
+from shuffledp.plotting import MAX_BARS, plot_histogram_estimate, require_matplotlib
+
+pytest.importorskip("matplotlib")
+
+ROOT = Path(__file__).resolve().parents[2]
+#: A long label, and the tallest bar last: where a legend inside the axes used to sit.
+LABELS = ["Lyon", "Paris", "Rome", "Nice", "Marseille-Provence"]
+WEIGHTS = [0.1, 0.15, 0.2, 0.15, 0.4]
+
+
+def test_the_checker_sees_a_clipped_title_and_a_legend_over_bars():
+    plt = require_matplotlib()
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    try:
+        ax.bar(range(5), [1, 2, 3, 4, 10], label="estimate")
+        ax.legend(loc="upper right")
+        ax.set_title("a title far too long for a figure six inches wide, " * 2)
+        fig.tight_layout()
+        problems = figure_checks.readability_problems(fig)
+    finally:
+        plt.close(fig)
+    assert any("is clipped" in p for p in problems)
+    assert any("a legend covers Rectangle" in p for p in problems)
+
+
+@pytest.fixture
+def city_file(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(4)
+    values = rng.choice(LABELS, p=WEIGHTS, size=4000)
+    path = tmp_path / "d.csv"
+    path.write_text("destination_airport_of_the_flight\n" + "\n".join(values) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("protocol", ["flip", "krr", "correlated", "augmented"])
+def test_run_plots(protocol, city_file, tmp_path, capsys):
+    plot = tmp_path / f"{protocol}.png"
+    code = main(
+        [
+            "run",
+            protocol,
+            "--input",
+            str(city_file),
+            "--column",
+            "destination_airport_of_the_flight",
+            "--domain",
+            ",".join(LABELS),
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-6",
+            "--seed",
+            "1",
+            "--output",
+            str(tmp_path / "r.json"),
+            "--plot",
+            str(plot),
+            "--quiet",
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    assert figure_checks.checked(plot)
+
+
+def test_segmented_run_plot_says_what_it_counts(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    rows = ["user,item,level"]
+    for u in range(1200):
+        for item in rng.choice(LABELS, size=rng.integers(1, 5), replace=False):
+            rows.append(f"u{u},{item},{('1', '2')[u % 2]}")
+    data = tmp_path / "sets.csv"
+    data.write_text("\n".join(rows) + "\n")
+    plot = tmp_path / "seg.png"
+    argv = [
+        "run",
+        "segmented",
+        "--input",
+        str(data),
+        "--user-column",
+        "user",
+        "--item-column",
+        "item",
+        "--level-column",
+        "level",
+        "--levels",
+        "1,2",
+        "--delta",
+        "1e-5",
+        "--items-per-user",
+        "2",
+        "--padding",
+        "--domain",
+        ",".join(LABELS),
+        "--blanket",
+        "1.5",
+        "--seed",
+        "2",
+        "--output",
+        str(tmp_path / "r.json"),
+        "--plot",
+        str(plot),
+    ]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert figure_checks.checked(plot)
+    summary = err.splitlines()[0]
+    assert "estimates the share of users whose set, sampled to 2 items, holds each item" in summary
+    assert "sets had more than 2 items and were sampled" in summary
+
+
+def test_segmented_ylabel_is_the_estimand(monkeypatch, tmp_path):
+    import shuffledp.plotting as plotting
+
+    seen = {}
+    original = plotting.save_readable
+
+    def spy(fig, path, *, dpi):
+        seen["ylabel"] = fig.axes[0].get_ylabel()
+        return original(fig, path, dpi=dpi)
+
+    monkeypatch.setattr(plotting, "save_readable", spy)
+    est = HistogramEstimate(LABELS, np.arange(5.0), np.ones(5), 10, "segmented-pooled", True)
+    ylabel = "users whose set holds the item\n(sets of more than 2 items sampled to 2)"
+    plot_histogram_estimate(est, tmp_path / "p.png", ylabel=ylabel)
+    assert seen["ylabel"] == ylabel
+
+
+def test_many_bins_and_the_demo(tmp_path, capsys):
+    d = MAX_BARS + 50
+    counts = np.linspace(1.0, 500.0, d)
+    est = HistogramEstimate(
+        [f"a rather long value label {j}" for j in range(d)],
+        counts,
+        np.full(d, 12.0),
+        10_000,
+        "inversion",
+        True,
+    )
+    path = plot_histogram_estimate(
+        est, tmp_path / "many.png", title="k-RR (inversion) estimate of 'x' " * 4
+    )
+    assert figure_checks.checked(path)
+    code = main(["demo", "--n", "20000", "--seed", "3", "--output-dir", str(tmp_path / "demo")])
+    assert code == 0, capsys.readouterr().err
+    assert figure_checks.checked(tmp_path / "demo" / "flip_demo.png")
+
+
+@pytest.mark.parametrize("ks", [(5,), (5, 10)], ids=["one data set", "two data sets"])
+def test_krr_vs_gaussian(ks, tmp_path):
+    config = ExperimentConfig(ks=ks, ns=(300,), epsilons=(0.5, 4.0), repetitions=2, x0s=(1,))
+    run_krr_vs_gaussian(config, tmp_path)
+    for name in ("community", "sweep", "individual"):
+        assert figure_checks.checked(tmp_path / f"krr_vs_gaussian_{name}.png")
+
+
+@pytest.mark.parametrize(
+    ("script", "figure"),
+    [
+        ("make_flip_figures.py", "flip_delta_vs_epsilon.png"),
+        pytest.param(
+            "make_accounting_figures.py", "accounting_epsilon_vs_n.png", marks=pytest.mark.slow
+        ),
+    ],
+)
+def test_docs_figure_scripts(script, figure, tmp_path, monkeypatch, capsys):
+    folder = ROOT / "docs" / "figures"
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setattr(sys, "argv", [script, "--quick", "--figures-dir", str(tmp_path)])
+    runpy.run_path(str(folder / script), run_name="__main__")
+    assert figure_checks.checked(tmp_path / figure)
