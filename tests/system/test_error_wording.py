@@ -301,6 +301,40 @@ def test_dp_level_counts_need_their_target():
     assert "--" not in str(info.value)
 
 
+# --- same_users (composition) -----------------------------------------------------------------
+
+
+def test_compose_releases_that_differ(csv, tmp_path, capsys):
+    import json
+
+    from shuffledp.accounting.compose import compose, populations_from_json, reports_from_json
+
+    files = []
+    for name, rows in (("a", 30), ("b", 40)):
+        data = csv("city\n" + "Paris\nRome\n" * rows, f"{name}.csv")
+        out = tmp_path / f"{name}.json"
+        assert main(_run_krr(data, "--domain", DOMAIN, "--seed", "1", "--output", str(out))) == 0
+        files.append(out)
+    capsys.readouterr()
+    objects = [json.loads(path.read_text()) for path in files]
+    reports, populations = reports_from_json(objects), populations_from_json(objects)
+    with pytest.raises(InvalidParameterError) as info:
+        compose(*reports, populations=populations)
+    assert "say so with same_users=True, and" in str(info.value)
+    assert "--" not in str(info.value)
+    err = _one_line_error(["account", "compose", *map(str, files)], capsys)
+    assert "say so with --same-users, and" in err and "same_users" not in err
+    assert "(files in the order given:" in err
+    total = compose(*reports, populations=populations, same_users=True)
+    assert any("as the caller asserted (same_users=True)" in a for a in total.assumptions)
+    assert main(["account", "compose", "--same-users", "--json", *map(str, files)]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assumptions = " ".join(document["assumptions"])
+    assert "as the caller asserted (--same-users)" in assumptions
+    assert "same_users=" not in assumptions
+    assert "composition of 1 release;" in compose(reports[0]).notes
+
+
 # --- the mechanism ----------------------------------------------------------------------------
 
 

@@ -56,6 +56,7 @@ from shuffledp._validation import (
     check_flip_probability,
     check_int,
 )
+from shuffledp._wording import Parameter, Worded, plural
 from shuffledp.accounting.pld import (
     ApproxDPPair,
     DominatingPair,
@@ -350,17 +351,24 @@ def _same_users(
     count = len(items)
     if differences and not same_users:
         raise InvalidParameterError(
-            f"the {count} releases differ in {' and '.join(differences)}, so they may not "
-            "cover the same people; if they do (e.g. one release is on a subset of the "
-            "other's users), say so with same_users=True (--same-users), and the total "
-            "will state that assumption; releases on different people need no composition "
-            "(each person keeps the guarantee of the release they are in)"
+            Worded(
+                "the {count} releases differ in {differences}, so they may not cover the same "
+                "people; if they do (e.g. one release is on a subset of the other's users), "
+                "say so with {same}, and the total will state that assumption; releases on "
+                "different people need no composition (each person keeps the guarantee of "
+                "the release they are in)",
+                count=count,
+                differences=" and ".join(differences),
+                same=Parameter("same_users", True),
+            )
         )
     if differences:
-        statement = (
-            f"the {count} releases cover the same people, as the caller asserted "
-            f"(same_users=True, --same-users), although they differ in "
-            f"{' and '.join(differences)}: the total holds for a person in all of them"
+        statement: str = Worded(
+            "the {count} releases cover the same people, as the caller asserted ({same}), "
+            "although they differ in {differences}: the total holds for a person in all of them",
+            count=count,
+            same=Parameter("same_users", True),
+            differences=" and ".join(differences),
         )
     else:
         statement = (
@@ -589,7 +597,7 @@ def compose(
         "same_users": users_record,
     }
     notes = [
-        f"composition of {len(items)} releases; "
+        f"composition of {plural(len(items), 'release')}; "
         + (
             "PLD of the product of dominating pairs (dp-accounting, pessimistic rounding) "
             "is tighter than basic composition"

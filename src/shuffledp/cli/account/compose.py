@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from shuffledp._validation import DataError, InvalidParameterError, check_delta, check_epsilon
+from shuffledp._wording import Worded, command_line_document, for_command_line
 from shuffledp.cli._common import checked, fmt, number
 from shuffledp.schemas import schema_id
 
@@ -78,9 +79,19 @@ def execute(args: argparse.Namespace) -> int:
             populations=populations,
         )
     except InvalidParameterError as exc:
-        raise InvalidParameterError(f"{exc} (files in the order given: {args.results})") from None
+        # Keep the message's command-line spelling (same_users=True is --same-users here).
+        raise InvalidParameterError(
+            Worded(
+                "{message} (files in the order given: {files})",
+                message=exc.args[0] if exc.args else exc,
+                files=args.results,
+            )
+        ) from None
     if args.json:
-        document = {"schema": schema_id("account-compose"), **composed.to_dict()}
+        document = {
+            "schema": schema_id("account-compose"),
+            **command_line_document(composed.to_dict()),
+        }
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return 0
     same = composed.parameters["same_users"]
@@ -108,5 +119,5 @@ def execute(args: argparse.Namespace) -> int:
     if isinstance(basic, dict) and "epsilon" in basic:
         print(f"basic composition would give ({basic['epsilon']:.6g}, {fmt(basic['delta'])})")
     for item in composed.not_covered:
-        print(f"warning: not covered by the guarantee: {item}")
+        print(f"warning: not covered by the guarantee: {for_command_line(item)}")
     return 0
