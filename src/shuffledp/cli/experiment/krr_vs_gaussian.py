@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from shuffledp._validation import InvalidParameterError, check_int
+from shuffledp._wording import plural
 from shuffledp.cli._common import checked, existing_dir_or_new, fmt, integer
 
 NAME = "krr-vs-gaussian"
@@ -107,7 +108,7 @@ def execute(args: argparse.Namespace) -> int:
     eps_show = 1.0 if 1.0 in config.epsilons else min(config.epsilons)
     print(
         f"k-RR (epsilon0={config.epsilon0:g}) vs central mechanisms; median TV distance at "
-        f"epsilon={eps_show:g} over {config.repetitions} runs"
+        f"epsilon={eps_show:g} over {plural(config.repetitions, 'run')}"
     )
     print(
         f"{'data':28s}{'delta source':>14s}{'delta':>11s}{'gaussian':>10s}{'laplace':>10s}"

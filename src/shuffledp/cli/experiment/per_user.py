@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from shuffledp._wording import plural
 from shuffledp.cli._common import existing_dir_or_new, fmt, integer
 from shuffledp.cli.experiment._shared import run_options
 
@@ -86,7 +87,7 @@ def _print(summary: dict[str, Any]) -> None:
     print(
         f"per-user histograms (Alg. 1), data={data['data']}: n={data['n']}, d={data['d']}, "
         f"G={data['clusters']}, epsilon={cfg['epsilon']:g}, c={cfg['c']:g}, "
-        f"delta={cfg['delta']:g}, {cfg['repetitions']} repetitions"
+        f"delta={cfg['delta']:g}, {plural(cfg['repetitions'], 'repetition')}"
     )
     if data["separation"] != "":
         print(

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from shuffledp._validation import InvalidParameterError
+from shuffledp._wording import plural
 from shuffledp.cli._common import existing_dir_or_new, fmt, integer, number
 from shuffledp.cli.experiment._shared import run_options
 
@@ -101,7 +102,7 @@ def _print(summary: dict[str, Any]) -> None:
     cfg = summary["config"]
     print(
         f"segmented protocol (Wang et al. §6), data={cfg['data']}, levels "
-        f"{tuple(cfg['levels'])}, delta=0.01/n, {cfg['repetitions']} repetitions; "
+        f"{tuple(cfg['levels'])}, delta=0.01/n, {plural(cfg['repetitions'], 'repetition')}; "
         "MSE = sum_j (w_hat_j - w_j)^2, w = the data's own frequencies"
     )
     print(

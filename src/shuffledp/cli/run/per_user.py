@@ -27,6 +27,7 @@ from shuffledp import __version__
 from shuffledp._files import write_file_atomically
 from shuffledp._optional import require
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
+from shuffledp._wording import plural
 from shuffledp.cli._choices import (
     CLUSTERINGS,
     EMBEDDINGS,
@@ -501,7 +502,8 @@ def execute(args: argparse.Namespace) -> int:
         sizes = run.analysis.group_size_summary()
         shown = ", ".join(f"{bucket}: {count}" for bucket, count in sizes.items())
         print(
-            f"operator only (not released): {run.analysis.n_groups} groups; groups by size {shown}",
+            f"operator only (not released): {plural(run.analysis.n_groups, 'group')}; groups "
+            f"by size {shown}",
             file=sys.stderr,
         )
         for item in privacy["not_covered"]:
