@@ -153,8 +153,14 @@ def test_ctrl_c_while_a_command_imports_is_one_line_and_exit_130(cpu: float) -> 
             time.sleep(0.005)
     except OSError:
         pass  # it ended meanwhile
-    if process.poll() is not None:
-        pytest.skip("the command finished before the interrupt")
+    try:
+        late = _cpu_seconds(process.pid) > 0.6
+    except OSError:
+        late = True
+    if process.poll() is not None or late:
+        # On a busy machine this process may wake up after the command's imports (or
+        # even its work, after which Ctrl-C is ignored): nothing left to test here.
+        pytest.skip("the command was past its imports before the interrupt")
     os.killpg(process.pid, signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert (process.returncode, err) == (130, "shuffledp: interrupted\n")
