@@ -1,23 +1,37 @@
-"""Ingest throughput and memory: file → one bin index per user; prints one JSON object.
+"""Ingest and ``run`` memory: file → release; prints one JSON object.
 
-Generates a CSV of ``--rows`` rows (default 1e7) with two columns, ``user``
-(ids ``u0000000``.., drawn from half as many users as rows, so most users have
-several rows) and ``value`` (one of 100 labels ``v00``..``v99``), plus a
-gzip-compressed copy, in a temporary directory. Each case then runs
-:func:`shuffledp.data.ingest.load_values` in a fresh Python process, which
-reports its wall time and peak resident memory (``ru_maxrss``):
+For each size in ``--rows`` (default 1e6, 1e7 and 2.5e7 rows) it generates a
+CSV with two columns, ``user`` (ids ``u0000000``.., drawn from half as many
+users as rows, so most users have several rows) and ``value`` (one of 100
+labels ``v00``..``v99``), plus a gzip-compressed copy, in a temporary
+directory. Each case then runs in a fresh Python process, which reports its
+wall time and peak resident memory (``ru_maxrss``):
 
-* ``plain``: the value column against the declared 100-label domain;
+* ``plain``: :func:`shuffledp.data.ingest.load_values` on the value column
+  against the declared 100-label domain (one bin index per row kept);
 * ``user_first``: the same with ``user_column="user"``, ``per_user="first"``;
-* ``gzip``: the plain case on the gzip-compressed file.
+* ``gzip``: the plain case on the gzip-compressed file;
+* ``count_histogram``: :func:`shuffledp.data.ingest.load_histogram`, which
+  counts chunk by chunk (what ``run --path count`` reads without a user column);
+* ``run_count``: ``shuffledp run flip --path count`` on the plain file;
+* ``run_message``: ``shuffledp run flip --path message`` (real messages and the
+  cryptographic shuffle); its figures also give the bytes per message.
 
-Usage: python benchmarks/ingest.py [--rows N] [--dir DIR] [--stdlib]
+Every case reports ``peak_rss_mb`` (``VmHWM``: ``ru_maxrss`` would carry the
+parent's peak across ``exec``) and ``rss_after_import_mb`` (the interpreter
+with the imports the case needs). ``growth_bytes_per_row`` gives, per case,
+(peak − previous size's peak) / (rows − previous rows): 0 for memory bounded
+whatever the file's length. ``message_bytes_above_count`` is (``run_message``
+peak − ``run_count`` peak) / messages: what the message path adds per message.
+
+Usage: python benchmarks/ingest.py [--rows 1e6,1e7,2.5e7] [--cases a,b] [--dir DIR] [--stdlib]
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import platform
 import shutil
@@ -26,28 +40,70 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 DOMAIN = [f"v{i:02d}" for i in range(100)]
 
-CHILD = """
+LOAD_CHILD = """
 import json, resource, sys, time
-t0 = time.perf_counter()
-from shuffledp.data.ingest import load_values
-import_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-kwargs = json.loads(sys.argv[1])
+def peak_mb():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from shuffledp.data import ingest
+import_rss = peak_mb()
+function, kwargs = sys.argv[1], json.loads(sys.argv[2])
 start = time.perf_counter()
-loaded = load_values(**kwargs)
+loaded = getattr(ingest, function)(**kwargs)
 seconds = time.perf_counter() - start
 print(json.dumps({
     "rows": loaded.rows_read,
     "users": loaded.n,
     "seconds": round(seconds, 3),
-    "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    "rss_after_import_mb": round(import_rss / 1024, 1),
+    "peak_rss_mb": round(peak_mb(), 1),
+    "rss_after_import_mb": round(import_rss, 1),
 }))
 """
+
+RUN_CHILD = """
+import json, resource, sys, time
+def peak_mb():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+import shuffledp.cli.run.flip, shuffledp.protocols.flip, shuffledp.data.ingest
+import pyarrow.csv
+from shuffledp.cli import main
+import_rss = peak_mb()
+argv = json.loads(sys.argv[1])
+start = time.perf_counter()
+code = main(argv)
+seconds = time.perf_counter() - start
+if code != 0:
+    raise SystemExit(code)
+release = json.load(open(argv[argv.index("--output") + 1]))
+print(json.dumps({
+    "users": release["n"],
+    "messages": release["messages"],
+    "seconds": round(seconds, 3),
+    "peak_rss_mb": round(peak_mb(), 1),
+    "rss_after_import_mb": round(import_rss, 1),
+}))
+"""
+
+CASES = ("plain", "user_first", "gzip", "count_histogram", "run_count", "run_message")
 
 
 def _generate(directory: Path, rows: int) -> tuple[Path, Path]:
@@ -67,7 +123,7 @@ def _generate(directory: Path, rows: int) -> tuple[Path, Path]:
             out.write_batch(
                 pa.record_batch(
                     [
-                        pc.binary_join_element_wise("u", pc.utf8_lpad(users, 7, "0"), ""),
+                        pc.binary_join_element_wise("u", pc.utf8_lpad(users, 8, "0"), ""),
                         pc.binary_join_element_wise("v", pc.utf8_lpad(values, 2, "0"), ""),
                     ],
                     schema=schema,
@@ -78,57 +134,109 @@ def _generate(directory: Path, rows: int) -> tuple[Path, Path]:
     return plain, packed
 
 
-def _run_case(kwargs: dict[str, object]) -> dict[str, object]:
+def _child(code: str, *args: str) -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(kwargs)],
-        capture_output=True,
-        text=True,
-        check=False,
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
-        raise SystemExit(f"case {kwargs} failed:\n{done.stderr}")
+        raise SystemExit(f"case {args} failed:\n{done.stderr}")
     result: dict[str, object] = json.loads(done.stdout)
     return result
 
 
+def _peak(result: dict[str, object]) -> float:
+    return float(str(result["peak_rss_mb"]))
+
+
+def _growth(runs: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Bytes of peak memory per extra row, between consecutive sizes, for each case."""
+    out: dict[str, list[float]] = {}
+    for before, after in itertools.pairwise(runs):
+        rows = after["rows"] - before["rows"]
+        for case, result in after["cases"].items():
+            if case in before["cases"] and rows > 0:
+                extra = (_peak(result) - _peak(before["cases"][case])) * 2**20 / rows
+                out.setdefault(case, []).append(round(extra, 1))
+    return out
+
+
+def _cases(plain: Path, packed: Path, tmp: Path, stdlib: bool) -> dict[str, tuple[str, ...]]:
+    base = {"column": "value", "domain": DOMAIN, "show_progress": False}
+    load = {
+        "plain": {"path": str(plain), **base},
+        "user_first": {"path": str(plain), **base, "user_column": "user", "per_user": "first"},
+        "gzip": {"path": str(packed), **base},
+    }
+    if stdlib:
+        load["plain_stdlib"] = {"path": str(plain), **base, "use_pyarrow": False}
+    cases: dict[str, tuple[str, ...]] = {
+        name: (LOAD_CHILD, "load_values", json.dumps(kw)) for name, kw in load.items()
+    }
+    cases["count_histogram"] = (
+        LOAD_CHILD,
+        "load_histogram",
+        json.dumps({"path": str(plain), **base}),
+    )
+    for path in ("count", "message"):
+        argv = ["run", "flip", "--input", str(plain), "--column", "value"]
+        argv += ["--domain", ",".join(DOMAIN), "--epsilon", "1", "--delta", "1e-6"]
+        argv += ["--path", path, "--output", str(tmp / f"{path}.json"), "--quiet"]
+        cases[f"run_{path}"] = (RUN_CHILD, json.dumps(argv))
+    return cases
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--rows", default="1e6,1e7,2.5e7", help="comma-separated row counts")
+    parser.add_argument(
+        "--cases", default=",".join(CASES), help=f"comma-separated, among {', '.join(CASES)}"
+    )
     parser.add_argument("--dir", default=None, help="parent of the temporary directory")
     parser.add_argument(
         "--stdlib", action="store_true", help="also time the standard-library CSV reader (slow)"
     )
     args = parser.parse_args()
+    sizes = [int(float(x)) for x in args.rows.split(",")]
+    wanted = args.cases.split(",")
 
-    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        start = time.perf_counter()
-        plain, packed = _generate(Path(tmp), args.rows)
-        generate_s = time.perf_counter() - start
-        base = {"column": "value", "domain": DOMAIN, "show_progress": False}
-        cases = {
-            "plain": {"path": str(plain), **base},
-            "user_first": {
-                "path": str(plain),
-                **base,
-                "user_column": "user",
-                "per_user": "first",
-            },
-            "gzip": {"path": str(packed), **base},
-        }
-        if args.stdlib:
-            cases["plain_stdlib"] = {"path": str(plain), **base, "use_pyarrow": False}
-        results = {name: _run_case(kwargs) for name, kwargs in cases.items()}
-        sizes = {"csv_mb": plain.stat().st_size / 2**20, "gzip_mb": packed.stat().st_size / 2**20}
+    runs = []
+    for rows in sizes:
+        with tempfile.TemporaryDirectory(dir=args.dir) as name:
+            tmp = Path(name)
+            start = time.perf_counter()
+            plain, packed = _generate(tmp, rows)
+            generate_s = time.perf_counter() - start
+            cases = _cases(plain, packed, tmp, args.stdlib)
+            results = {
+                case: _child(*cases[case])
+                for case in cases
+                if case in wanted or (case == "plain_stdlib" and args.stdlib)
+            }
+            if "run_count" in results and "run_message" in results:
+                messages = int(str(results["run_message"]["messages"]))
+                extra = _peak(results["run_message"]) - _peak(results["run_count"])
+                results["run_message"]["message_bytes_above_count"] = round(
+                    extra * 2**20 / messages, 1
+                )
+            runs.append(
+                {
+                    "rows": rows,
+                    "file_mb": {
+                        "csv": round(plain.stat().st_size / 2**20, 1),
+                        "gzip": round(packed.stat().st_size / 2**20, 1),
+                    },
+                    "generate_seconds": round(generate_s, 1),
+                    "cases": results,
+                }
+            )
 
     print(
         json.dumps(
             {
                 "benchmark": "ingest",
-                "rows": args.rows,
                 "domain_size": len(DOMAIN),
-                "file_mb": {k: round(v, 1) for k, v in sizes.items()},
-                "generate_seconds": round(generate_s, 1),
-                "cases": results,
+                "runs": runs,
+                "growth_bytes_per_row": _growth(runs),
                 "python": platform.python_version(),
                 "machine": platform.machine(),
             },

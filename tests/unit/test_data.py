@@ -91,7 +91,7 @@ def test_encode_values_input_types(arrow):
     ]
     assert encode_values(iter(["b", "a", "b"]), domain).indices.tolist() == expected
     for bad in ([1, 2], np.array([1, 2]), "ab", 5, np.array([["a"]])):
-        with pytest.raises(InvalidParameterError, match=r"text labels|1-D"):
+        with pytest.raises(InvalidParameterError, match=r"text labels|1-D|holds integers"):
             encode_values(bad, domain)
 
 
@@ -103,7 +103,7 @@ def test_encode_values_pandas(arrow):
         assert encode_values(series, domain).indices.tolist() == [1, 0, 1]
     with pytest.raises(DataError, match="missing"):
         encode_values(pd.Series(["a", None, np.nan], dtype=object), domain)
-    with pytest.raises(InvalidParameterError, match="text labels"):
+    with pytest.raises(InvalidParameterError, match="holds integers"):
         encode_values(pd.Series([1, 2]), domain)
 
 
@@ -117,8 +117,10 @@ def test_encode_values_pyarrow():
     assert encode_values(dictionary, domain).indices.tolist() == [1, 0, 1]
     with pytest.raises(DataError, match="missing"):
         encode_values(pa.array(["a", None]), domain)
-    with pytest.raises(InvalidParameterError, match="text labels"):
+    with pytest.raises(InvalidParameterError, match="holds integers"):
         encode_values(pa.array([1, 2]), domain)
+    with pytest.raises(InvalidParameterError, match="text labels"):
+        encode_values(pa.array([1.5, 2.0]), domain)
 
 
 def test_encoded_column_defaults():

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from shuffledp._validation import DataError, InvalidParameterError
@@ -37,8 +38,11 @@ def test_check_domain():
     assert check_domain(("a", " a")) == ["a", " a"]  # exact: " a" is another label
     with pytest.raises(InvalidParameterError, match="list of labels, got the string"):
         check_domain("ab")
-    with pytest.raises(InvalidParameterError, match="must be strings, got 1"):
-        check_domain(["a", 1])
+    assert check_domain(["a", 1, np.int64(-2)]) == ["a", "1", "-2"]  # integers: their text
+    with pytest.raises(InvalidParameterError, match=r"must be strings \(or integers"):
+        check_domain(["a", 1.5])
+    with pytest.raises(InvalidParameterError, match="must be strings"):
+        check_domain(["a", True])
     with pytest.raises(InvalidParameterError, match="repeats"):
         check_domain(["a", "b", "a"])
     with pytest.raises(InvalidParameterError, match="at least two"):

@@ -1,9 +1,11 @@
 """Data: public domains, file loaders, encoders to bin indices, synthetic generators.
 
 The path from a data file to bin indices is :func:`load_values` (streaming,
-one value per user); :func:`encode_values` does the same for values already
-in memory. Both need the public domain: :func:`parse_domain`,
-:func:`read_domain_file` or :func:`builtin_domain`.
+one value per user), and to the histogram :func:`load_histogram` (counted
+chunk by chunk: memory bounded by the domain and the chunk without a user
+column); :func:`encode_values` does the same for values already in memory.
+All need the public domain: :func:`parse_domain`, :func:`read_domain_file` or
+:func:`builtin_domain`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
         encode_values,
         sorted_domain,
     )
-    from shuffledp.data.ingest import LoadedValues, load_values
+    from shuffledp.data.ingest import LoadedHistogram, LoadedValues, load_histogram, load_values
     from shuffledp.data.loaders import ColumnReader, read_column
     from shuffledp.data.synthetic import zipf_histogram, zipf_values
     from shuffledp.data.users import PER_USER_POLICIES
@@ -36,10 +38,12 @@ __all__ = [
     "PER_USER_POLICIES",
     "ColumnReader",
     "EncodedColumn",
+    "LoadedHistogram",
     "LoadedValues",
     "builtin_domain",
     "builtin_domain_names",
     "encode_values",
+    "load_histogram",
     "load_values",
     "parse_domain",
     "read_column",
@@ -59,7 +63,9 @@ _LAZY: dict[str, str] = {
     "DEFAULT_NA_VALUES": "shuffledp.data.encoding",
     "encode_values": "shuffledp.data.encoding",
     "EncodedColumn": "shuffledp.data.encoding",
+    "load_histogram": "shuffledp.data.ingest",
     "load_values": "shuffledp.data.ingest",
+    "LoadedHistogram": "shuffledp.data.ingest",
     "LoadedValues": "shuffledp.data.ingest",
     "parse_domain": "shuffledp.data.domains",
     "PER_USER_POLICIES": "shuffledp.data.users",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterable, Mapping, Sequence
+from numbers import Integral
 from pathlib import Path
 from types import MappingProxyType
 
@@ -34,6 +35,7 @@ __all__ = [
     "builtin_domain",
     "builtin_domain_names",
     "check_domain",
+    "integer_text",
     "parse_domain",
     "read_domain_file",
 ]
@@ -91,29 +93,50 @@ def _repeated(labels: Iterable[str]) -> list[str]:
     return list(repeated)
 
 
-def check_domain(labels: Sequence[str], name: str = "domain") -> list[str]:
-    """Return ``labels`` as a list after checking they can serve as bin labels.
+def integer_text(value: object) -> str | None:
+    """The decimal text of an integer label (``7`` → ``"7"``); ``None`` for anything else.
 
-    Labels are compared exactly (no trimming, no case folding).
+    Python and numpy integers count (anything registered as
+    :class:`numbers.Integral`), booleans do not.
+    """
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        return None
+    return str(int(value))
+
+
+def check_domain(labels: Sequence[str | int], name: str = "domain") -> list[str]:
+    """Return ``labels`` as a list of text labels after checking they can serve as bin labels.
+
+    Labels are compared exactly (no trimming, no case folding). An integer
+    label stands for its decimal text (``[1, 2, 10]`` is ``["1", "2", "10"]``):
+    that is the bin's label in every output, and integer values are matched
+    to it (see :func:`shuffledp.data.encoding.encode_values`).
 
     Args:
         labels: The labels, in bin order.
         name: What to call them in an error message.
 
     Raises:
-        InvalidParameterError: If ``labels`` is a single string, holds a
-            non-string, repeats a label, or has fewer than two labels.
+        InvalidParameterError: If ``labels`` is a single string, holds
+            something other than text or an integer, repeats a label, or has
+            fewer than two labels.
     """
     if isinstance(labels, str | bytes):
         raise InvalidParameterError(
             f"{name} must be a list of labels, got the string {labels!r} "
             "(use parse_domain() for comma-separated text)"
         )
-    result = list(labels)
-    for label in result:
-        if not isinstance(label, str):
+    result: list[str] = []
+    for label in labels:
+        text = integer_text(label)
+        if text is not None:
+            result.append(text)
+        elif isinstance(label, str):
+            result.append(label)
+        else:
             raise InvalidParameterError(
-                f"{name} labels must be strings, got {label!r} ({type(label).__name__})"
+                f"{name} labels must be strings (or integers, which stand for their decimal "
+                f"text), got {label!r} ({type(label).__name__})"
             )
     repeated = _repeated(result)
     if repeated:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -25,7 +26,7 @@ from numpy.typing import NDArray
 
 from shuffledp._validation import DataError, InvalidParameterError
 from shuffledp._wording import Parameter, Worded
-from shuffledp.data.domains import check_domain, parse_domain
+from shuffledp.data.domains import check_domain, integer_text, parse_domain
 
 __all__ = [
     "DEFAULT_NA_VALUES",
@@ -112,22 +113,53 @@ def _pyarrow() -> ModuleType | None:
 
 
 def _is_null(value: object) -> bool:
-    return value is None or (isinstance(value, float) and value != value)
+    if value is None or (isinstance(value, float) and value != value):
+        return True
+    kind = type(value)  # pandas' NA (nullable columns without pyarrow), without importing pandas
+    return kind.__name__ == "NAType" and kind.__module__.startswith("pandas")
 
 
-def _text_error(what: object) -> InvalidParameterError:
+def _text_error(what: object, *, floats: bool = False) -> InvalidParameterError:
+    hint = ""
+    if floats:
+        hint = (
+            " (a pandas column of integers with missing values becomes float: "
+            "use .astype('Int64') to keep integers)"
+        )
     return InvalidParameterError(
-        f"values must be text labels (str), got {what}; convert them to text first "
-        "(e.g. .astype(str)), or give bin indices to the protocol directly"
+        f"values must be text labels (str) or integers, got {what}{hint}; convert them to "
+        "text first (e.g. .astype(str)), or give bin indices to the protocol directly"
     )
 
 
+#: An integer written as Python writes it: what an integer value is matched to.
+_INTEGER_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+def is_integer_batch(batch: TextBatch) -> bool:
+    """Whether a batch holds integers (numpy or Arrow integer types, Arrow dictionaries of them)."""
+    if isinstance(batch, np.ndarray):
+        return batch.dtype.kind in "iu"
+    kind = getattr(batch, "type", None)
+    if kind is None:
+        return False
+    pa = _pyarrow()
+    if pa is None:  # pragma: no cover - Arrow batches only exist when pyarrow does
+        return False
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return bool(pa.types.is_integer(kind))
+
+
 def _factorize_numpy(batch: NDArray[Any]) -> tuple[list[str], NDArray[np.int64]]:
+    if batch.dtype.kind in "iu":  # integer labels stand for their decimal text
+        distinct, local = np.unique(batch, return_inverse=True)
+        return [str(int(v)) for v in distinct.tolist()], local.reshape(-1).astype(np.int64)
     if batch.dtype.kind == "U":
         distinct, local = np.unique(batch, return_inverse=True)
         return distinct.tolist(), local.reshape(-1).astype(np.int64)
     if batch.dtype.kind != "O":
-        raise _text_error(f"an array of {batch.dtype}")
+        raise _text_error(f"an array of {batch.dtype}", floats=batch.dtype.kind == "f")
     # Python objects already exist one per row here; a dict finds the distinct ones
     # in C without sorting (which mixed None / str could not do anyway).
     items = batch.tolist()
@@ -141,6 +173,9 @@ def _factorize_numpy(batch: NDArray[Any]) -> tuple[list[str], NDArray[np.int64]]
         elif isinstance(value, str):
             remap[i] = len(labels)
             labels.append(value)
+        elif integer_text(value) is not None:
+            remap[i] = len(labels)
+            labels.append(str(integer_text(value)))
         else:
             raise _text_error(f"{value!r} ({type(value).__name__})")
     return labels, remap[local] if len(local) else local
@@ -149,13 +184,19 @@ def _factorize_numpy(batch: NDArray[Any]) -> tuple[list[str], NDArray[np.int64]]
 def _factorize_arrow(pa: ModuleType, batch: Any) -> tuple[list[str], NDArray[np.int64]]:
     import pyarrow.compute as pc
 
+    if pa.types.is_integer(batch.type):  # integer labels stand for their decimal text
+        batch = pc.cast(batch, pa.string())
     if pa.types.is_dictionary(batch.type):
         encoded = batch
     elif pa.types.is_string(batch.type) or pa.types.is_large_string(batch.type):
         encoded = pc.dictionary_encode(batch)
     else:
-        raise _text_error(f"an Arrow array of {batch.type}")
+        raise _text_error(
+            f"an Arrow array of {batch.type}", floats=pa.types.is_floating(batch.type)
+        )
     dictionary = encoded.dictionary
+    if pa.types.is_integer(dictionary.type):
+        dictionary = pc.cast(dictionary, pa.string())
     if not (pa.types.is_string(dictionary.type) or pa.types.is_large_string(dictionary.type)):
         raise _text_error(f"an Arrow dictionary of {dictionary.type}")
     local = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -302,6 +343,8 @@ class BinEncoder:
             InvalidParameterError: If the batch is not text.
             DataError: If an inferred domain grows beyond :data:`MAX_INFERRED_LABELS`.
         """
+        if is_integer_batch(batch):
+            self._check_integer_domain(batch)
         labels, local = factorize(batch)
         n = len(local)
         offset = self.rows
@@ -328,6 +371,18 @@ class BinEncoder:
                 int(c) for lab, c in zip(labels, counts.tolist(), strict=True) if lab == label
             )
         return rows
+
+    def _check_integer_domain(self, batch: TextBatch) -> None:
+        """Integer values are matched to integer labels: a declared domain must have some."""
+        if self.inferred or any(_INTEGER_TEXT.fullmatch(label) for label in self._labels):
+            return
+        kind = batch.dtype if isinstance(batch, np.ndarray) else batch.type
+        shown = ", ".join(repr(label) for label in self._labels[:3])
+        raise InvalidParameterError(
+            f"{self.where} holds integers ({kind}), which are matched to the domain's labels "
+            f"written as integers ('1', '-2', ...), but the domain has none ({shown}, ...): "
+            "declare the integer labels the values can take, or give text values"
+        )
 
     def _count_missing(self, rows: NDArray[np.integer], missing: int, offset: int) -> None:
         self.missing += missing
@@ -525,6 +580,13 @@ class BinEncoder:
         return notes
 
 
+def _numpy_batch(items: list[Any]) -> NDArray[Any]:
+    """Items as one numpy batch: an integer array if every item is an integer, else objects."""
+    if items and all(integer_text(v) is not None for v in items):
+        return np.array([int(v) for v in items], dtype=np.int64)
+    return np.asarray(items, dtype=object)
+
+
 def _as_batches(values: Any) -> Iterator[TextBatch]:
     """Yield ``values`` as text batches; see :func:`encode_values` for what is accepted."""
     pa = _pyarrow()
@@ -544,23 +606,33 @@ def _as_batches(values: Any) -> Iterator[TextBatch]:
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
                 raise _text_error(f"a pandas object pyarrow cannot read as text ({exc})") from None
             return
-        yield np.asarray(values, dtype=object)
+        yield _numpy_batch(list(values))
         return
     if isinstance(values, np.ndarray):
         if values.ndim != 1:
             raise InvalidParameterError(f"values must be 1-D, got an array of shape {values.shape}")
-        if values.dtype.kind == "U" or pa is None:
+        if values.dtype.kind in "iuU" or pa is None:
             yield values
             return
     elif isinstance(values, str | bytes) or not isinstance(values, Iterable):
         raise _text_error(f"a {type(values).__name__}")
     if pa is None:
-        yield np.asarray(list(values), dtype=object)
+        yield _numpy_batch(list(values))
         return
+    items = values if isinstance(values, np.ndarray | Sequence) else list(values)
     try:
-        yield pa.array(values, type=pa.string(), from_pandas=True)
+        array = pa.array(items, type=pa.string(), from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise _text_error(f"a value pyarrow cannot read as text ({exc})") from None
+        try:  # integers (all of them) are labels too
+            array = pa.array(items, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            array = None
+        if array is None or not pa.types.is_integer(array.type):
+            floats = array is not None and pa.types.is_floating(array.type)
+            raise _text_error(
+                f"a value pyarrow cannot read as text ({exc})", floats=floats
+            ) from None
+    yield array
 
 
 def encode_values(
@@ -580,8 +652,14 @@ def encode_values(
         values: One label per user: a list or tuple of ``str``, a 1-D numpy
             array of ``str`` (unicode or object dtype), a pandas ``Series``
             (object, string or categorical dtype) or a pyarrow ``Array`` /
-            ``ChunkedArray`` of strings. ``None``, NaN and nulls are missing
-            values, which are an error.
+            ``ChunkedArray`` of strings. Integers are labels too (a list of
+            ints, a numpy or Arrow integer array, a pandas integer Series,
+            nullable ``Int64`` included): each is matched to the label that is
+            its decimal text (``7`` to ``"7"``), so they need a domain of integer
+            labels (a domain with none is an error). ``None``, NaN and nulls
+            are missing values, which are an error. (Here an integer is always
+            a label; ``ShuffleProtocol.run`` takes a numpy integer array as bin
+            indices.)
         domain: Every possible label, in bin order.
         other: Count values outside ``domain`` in this bin (appended to the
             domain if it is not one of its labels) instead of raising.
@@ -595,7 +673,8 @@ def encode_values(
 
     Raises:
         InvalidParameterError: If no domain is given without ``infer_domain``,
-            the domain is malformed, or the values are not text.
+            the domain is malformed, the values are neither text nor
+            integers, or they are integers and the domain has no integer label.
         DataError: If ``values`` is empty, has a missing value, a value
             outside the domain (without ``other``), or an inferred domain has
             a single label.

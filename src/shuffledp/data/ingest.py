@@ -2,9 +2,16 @@
 
 :func:`load_values` streams a CSV (plain or gzip) or Parquet file in batches,
 encodes each batch against the public domain as it arrives, and keeps one
-value per user. Memory grows by a few bytes per row (the bin codes, and with a
-user column a hash per row plus the ids in Arrow or numpy buffers), never by
+value per user. Memory grows by a few bytes per row (a one-byte code per row
+for up to 126 labels, then one 8-byte bin index per user; with a user column
+also every row's id in Arrow or numpy buffers and its 8-byte hash), never by
 a Python object per row on the pyarrow path.
+
+:func:`load_histogram` keeps only the users per bin. Without a user column it
+counts each batch's codes and drops the batch, so its memory is bounded by the
+domain and the batch size, whatever the number of rows (``benchmarks/ingest.py``:
+the same peak at 10⁷ and 2.5·10⁷ rows); with one it must find each user among
+all rows first, as :func:`load_values` does.
 
 Nothing the file holds is silently dropped or changed: every adjustment is an
 error by default, and when an option allows it, the count is returned and

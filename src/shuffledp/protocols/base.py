@@ -32,15 +32,17 @@ __all__ = ["DomainSpec", "ExecutionPath", "ProtocolRun", "ShuffleProtocol", "res
 ExecutionPath = Literal["message", "count"]
 IntArray = NDArray[np.int64]
 
-#: A domain given as its size d (values are bin indices 0..d−1) or as its labels, in bin order.
-DomainSpec = int | Sequence[str]
+#: A domain given as its size d (values are bin indices 0..d−1) or as its labels, in bin order
+#: (integer labels stand for their decimal text).
+DomainSpec = int | Sequence[str | int]
 
 
 def resolve_domain(domain: DomainSpec, name: str = "domain") -> tuple[int, tuple[str, ...] | None]:
     """Return (d, labels) for a domain given as a size or as labels.
 
     The domain is public: every client needs it to randomize, so it must come
-    from the analyst's declaration, never from the private data.
+    from the analyst's declaration, never from the private data. Integer labels
+    stand for their decimal text (``[1, 2, 10]`` is ``("1", "2", "10")``).
 
     Raises:
         InvalidParameterError: If the size is not an integer ≥ 2 or the labels
@@ -52,9 +54,16 @@ def resolve_domain(domain: DomainSpec, name: str = "domain") -> tuple[int, tuple
         raise InvalidParameterError(
             f"{name} must be the number of bins or a sequence of bin labels, got {domain!r}"
         )
-    labels = tuple(domain)
-    if not all(isinstance(label, str) for label in labels):
-        raise InvalidParameterError(f"{name} labels must be strings, got {labels[:5]!r}")
+    from shuffledp.data.domains import integer_text
+
+    given = tuple(domain)
+    texts = [integer_text(label) for label in given]
+    if not all(t is not None or isinstance(g, str) for t, g in zip(texts, given, strict=True)):
+        raise InvalidParameterError(
+            f"{name} labels must be strings (or integers, which stand for their decimal text), "
+            f"got {given[:5]!r}"
+        )
+    labels = tuple(str(g) if t is None else t for t, g in zip(texts, given, strict=True))
     if len(labels) < 2:
         raise InvalidParameterError(f"{name} needs at least two labels, got {len(labels)}")
     if len(set(labels)) != len(labels):
@@ -143,10 +152,15 @@ class ShuffleProtocol(ABC):
         """Execute the protocol on one value per user.
 
         Args:
-            values: Each user's value: integer bin indices in ``[0, domain_size)``
-                (a numpy integer array or a list of ints), or labels (a list of
-                strings, a numpy string array, a pandas Series or a pyarrow array),
-                which are encoded against the public domain. Exactly ``n`` users.
+            values: Each user's value, exactly ``n`` users. A numpy integer array
+                or a list of Python ints holds **bin indices**: position ``i`` of
+                the domain, ``0 <= i < domain_size``, not the labels (with labels
+                ``["1", "2", "3"]``, index 0 is label ``"1"``). Anything else holds
+                **labels**, encoded against the public domain: a list of strings,
+                a numpy string array, a pandas Series or a pyarrow array, of text
+                or of integers (an integer is matched to the label that is its
+                decimal text, so a pandas column of integers needs a domain of
+                integer labels).
             path: ``"message"`` (real messages, real shuffle) or ``"count"``.
             seed: ``None`` for OS entropy and a cryptographically secure shuffle;
                 an int for a reproducible run (seeded shuffle).
@@ -259,7 +273,7 @@ class ShuffleProtocol(ABC):
 
     def _as_indices(self, values: Any, labels: list[str] | None) -> IntArray:
         if isinstance(values, np.ndarray) and np.issubdtype(values.dtype, np.integer):
-            return check_values(values, self.domain_size)
+            return self._check_indices(values)
         if (
             isinstance(values, list)
             and values
@@ -267,7 +281,7 @@ class ShuffleProtocol(ABC):
                 isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values[:1000]
             )
         ):
-            return check_values(np.asarray(values), self.domain_size)
+            return self._check_indices(np.asarray(values))
         if labels is None:
             raise DataError(
                 "values are labels, so the public domain is needed to encode them: pass "
@@ -276,3 +290,14 @@ class ShuffleProtocol(ABC):
         from shuffledp.data.encoding import encode_values
 
         return encode_values(values, labels).indices
+
+    def _check_indices(self, values: NDArray[Any]) -> IntArray:
+        """Bin indices, with what an integer array means in the error when one is out of range."""
+        try:
+            return check_values(values, self.domain_size)
+        except DataError as exc:
+            raise DataError(
+                f"{exc}; a numpy integer array (or a list of ints) holds bin indices, positions "
+                f"0 to {self.domain_size - 1} of the domain, not labels: to give integer labels, "
+                "pass them as a pandas Series or a pyarrow array (or as text)"
+            ) from None
