@@ -398,8 +398,7 @@ def load_input(args: argparse.Namespace) -> RunInput:
         )
     if args.drop_missing_ids:
         result.release_notes.append(
-            "rows without a user id were dropped (--drop-missing-ids); their number is not "
-            "released"
+            "rows without a user id were dropped (--drop-missing-ids); their number is not released"
         )
     if args.user_column is not None and args.per_user != "error":
         rule = "the first row" if args.per_user == "first" else "one row chosen at random"
