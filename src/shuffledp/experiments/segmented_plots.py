@@ -41,6 +41,8 @@ _OURS_STYLE = {
     ("dummy", "exact"): ("#64b5cd", "^", ":", "ours, dummy variant (certified)"),
 }
 _M_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 10.0)
+#: Ticks of a narrow panel whose grid spans more than two decades (the others run together).
+_M_TICKS_COARSE = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 _LEVEL_COLOURS = ("#c44e52", "#dd8452", "#55a868", "#4c72b0", "#8172b3")
 
 
@@ -230,8 +232,9 @@ def _lambda_figure(
         axes[1][col].set_ylabel("certified δ(λ_Eq7) / target δ")
         axes[2][col].axhline(1.0, color="#444444", linewidth=0.8)
         axes[2][col].set_yscale("log")
-        axes[2][col].set_ylabel("exact δ′ / Lemma 3's δ′ (per slot, λ_Eq7 < 1)")
-        ticks = [t for t in _M_TICKS if m[0] * 0.9 <= t <= m[-1] * 1.1]
+        axes[2][col].set_ylabel("exact δ′ / Lemma 3's δ′\n(per slot, λ_Eq7 < 1)")
+        choice = _M_TICKS_COARSE if m[-1] > 100 * m[0] else _M_TICKS
+        ticks = [t for t in choice if m[0] * 0.9 <= t <= m[-1] * 1.1]
         for row in range(3):
             axes[row][col].set_xscale("log")
             axes[row][col].set_xticks(ticks, [f"{t:g}" for t in ticks])
