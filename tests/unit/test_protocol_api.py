@@ -118,3 +118,21 @@ def test_a_seeded_library_run_says_so_in_its_report_and_an_unseeded_one_does_not
     assert seeded.privacy.not_covered.count(SEEDED_NOT_COVERED) == 1
     assert not seeded.privacy.covers_release
     assert protocol.run(values, path="count").privacy.not_covered == ()
+
+
+def test_integer_values_with_integer_labels_other_than_positions_are_refused():
+    from shuffledp import FlipProtocol
+
+    labels = [str(i) for i in range(1, 11)]  # 1 … 10: a 3 could be a label or a position
+    protocol = FlipProtocol.calibrated(n=50, domain=labels, epsilon=1.0, delta=1e-3)
+    with pytest.raises(DataError, match="ambiguous"):
+        protocol.run(np.full(50, 3), path="count", seed=1)
+    with pytest.raises(DataError, match="ambiguous"):
+        protocol.run([3] * 50, path="count", seed=1)
+    # As labels (a pandas Series) they are read as labels; positions 0 … 9 are never ambiguous.
+    run = protocol.run(pd.Series([3] * 50), path="count", seed=1)
+    assert run.estimate.domain[2] == "3"
+    positions = FlipProtocol.calibrated(
+        n=50, domain=[str(i) for i in range(10)], epsilon=1.0, delta=1e-3
+    )
+    positions.run(np.full(50, 3), path="count", seed=1)

@@ -273,6 +273,7 @@ class ShuffleProtocol(ABC):
 
     def _as_indices(self, values: Any, labels: list[str] | None) -> IntArray:
         if isinstance(values, np.ndarray) and np.issubdtype(values.dtype, np.integer):
+            self._refuse_ambiguous_integers(labels)
             return self._check_indices(values)
         if (
             isinstance(values, list)
@@ -281,6 +282,7 @@ class ShuffleProtocol(ABC):
                 isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values[:1000]
             )
         ):
+            self._refuse_ambiguous_integers(labels)
             return self._check_indices(np.asarray(values))
         if labels is None:
             raise DataError(
@@ -290,6 +292,27 @@ class ShuffleProtocol(ABC):
         from shuffledp.data.encoding import encode_values
 
         return encode_values(values, labels).indices
+
+    @staticmethod
+    def _refuse_ambiguous_integers(labels: list[str] | None) -> None:
+        """Refuse integers when the domain's labels are integers other than 0, 1, …, d − 1.
+
+        An integer array means bin indices; with labels like 1 … 10 the same
+        numbers could be meant as labels, and reading them as positions would
+        shift every value by one bin without a word.
+        """
+        if labels is None or labels == [str(i) for i in range(len(labels))]:
+            return
+        try:
+            [int(label) for label in labels]
+        except ValueError:
+            return
+        raise DataError(
+            f"values are integers and the domain's labels are integers too "
+            f"({labels[0]!r}, {labels[1]!r}, ...), which is ambiguous: an integer array holds "
+            "bin indices (0 for the first label). Pass the values as labels (a pandas Series, "
+            "a pyarrow array or text), or convert them to indices first"
+        )
 
     def _check_indices(self, values: NDArray[Any]) -> IntArray:
         """Bin indices, with what an integer array means in the error when one is out of range."""
