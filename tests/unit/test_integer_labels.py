@@ -70,9 +70,16 @@ def test_protocol_takes_integer_labels_and_integer_indices():
     indices = rng.integers(0, 3, size=4000)
     labels = pd.Series(indices + 1)  # the labels 1, 2, 3 of those bins
     by_labels = protocol.run(labels, path="count", seed=4)
-    by_indices = protocol.run(indices, path="count", seed=4)
+    # Bin indices go to a protocol built on the domain's size (no labels to confuse them with).
+    plain = FlipProtocol.calibrated(4000, 3, 1.0, 1e-6)
+    by_indices = plain.run(indices, path="count", seed=4)
     assert np.array_equal(by_labels.statistic, by_indices.statistic)
     assert list(by_labels.estimate.domain) == ["1", "2", "3"]
-    # the same integers as a numpy array are bin indices: 3 is outside 0..2, and the error says
-    with pytest.raises(DataError, match=r"holds bin indices, positions 0 to 2 of the domain"):
+    # The same integers as a numpy array could be labels or positions: refused, not guessed.
+    with pytest.raises(DataError, match=r"ambiguous: an integer array holds bin indices"):
         protocol.run(labels.to_numpy(), path="count")
+    with pytest.raises(DataError, match=r"ambiguous"):
+        protocol.run(indices, path="count")
+    # Out of range on a size-only protocol: the error says what an integer array means.
+    with pytest.raises(DataError, match=r"holds bin indices, positions 0 to 2 of the domain"):
+        plain.run(labels.to_numpy(), path="count")
