@@ -22,9 +22,9 @@ from numpy.typing import NDArray
 from shuffledp._rng import SEEDED_NOT_COVERED, SeedLike, child_seeds, make_rng
 from shuffledp._validation import DataError, InvalidParameterError, check_int
 from shuffledp.analyzers.estimate import HistogramEstimate
+from shuffledp.data.checks import check_values
 from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import PrivacyReport
-from shuffledp.randomizers.bitflip import check_values
 from shuffledp.shuffler.uniform import UniformShuffler
 
 __all__ = ["DomainSpec", "ExecutionPath", "ProtocolRun", "ShuffleProtocol", "resolve_domain"]

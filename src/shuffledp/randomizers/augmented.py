@@ -27,8 +27,8 @@ from numpy.typing import NDArray
 from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import DataError, InvalidParameterError, check_int
 from shuffledp.accounting.augmented import DummyLaw, SAGeoLaw, SBinLaw, check_beta
+from shuffledp.data.checks import check_histogram, check_values
 from shuffledp.messages import MessageBatch
-from shuffledp.randomizers.bitflip import check_values
 
 __all__ = ["DUMMY_SENDER", "AugmentedClient", "AugmentedRandomizer", "sample_dummies"]
 
@@ -137,12 +137,8 @@ class AugmentedRandomizer:
         Raises:
             DataError: If ``histogram`` is not d non-negative integer counts.
         """
-        hist = np.asarray(histogram)
         d = self.domain_size
-        if hist.shape != (d,) or not np.issubdtype(hist.dtype, np.integer):
-            raise DataError(f"histogram must be {d} integer counts, got shape {hist.shape}")
-        if np.any(hist < 0):
-            raise DataError("histogram counts must be >= 0")
+        hist = check_histogram(histogram, d, users_needed=False)
         rng = make_rng(seed)
         dummies = sample_dummies(self.law, d, rng)
         kept = hist.astype(np.int64) if self.beta == 1.0 else rng.binomial(hist, self.beta)

@@ -19,7 +19,8 @@ from numpy.typing import NDArray
 
 from shuffledp._progress import progress
 from shuffledp._rng import SeedLike, make_rng
-from shuffledp._validation import DataError, check_flip_probability, check_int
+from shuffledp._validation import check_flip_probability, check_int
+from shuffledp.data.checks import check_histogram, check_values
 from shuffledp.messages import MessageBatch
 
 __all__ = ["FlipRandomizer", "bernoulli_positions"]
@@ -48,27 +49,6 @@ def bernoulli_positions(length: int, p: float, rng: np.random.Generator) -> IntA
     positions = rng.choice(length, size=count, replace=False, shuffle=False)
     positions.sort()
     return positions.astype(np.int64, copy=False)
-
-
-def check_values(values: NDArray[np.integer], domain_size: int) -> IntArray:
-    """Return ``values`` as int64 after checking they lie in ``[0, domain_size)``.
-
-    Raises:
-        DataError: If ``values`` is empty, not one-dimensional, not integer, or
-            holds an index outside the domain.
-    """
-    arr = np.asarray(values)
-    if arr.ndim != 1:
-        raise DataError(f"values must be a one-dimensional array, got shape {arr.shape}")
-    if arr.size == 0:
-        raise DataError("values is empty: at least one user is needed")
-    if not np.issubdtype(arr.dtype, np.integer):
-        raise DataError(f"values must be integer bin indices, got dtype {arr.dtype}")
-    lo, hi = int(arr.min()), int(arr.max())
-    if lo < 0 or hi >= domain_size:
-        bad = lo if lo < 0 else hi
-        raise DataError(f"value index {bad} is outside the domain [0, {domain_size - 1}]")
-    return arr.astype(np.int64, copy=False)
 
 
 class FlipRandomizer:
@@ -170,13 +150,7 @@ class FlipRandomizer:
             histogram: h_j, the number of users holding each value.
             seed: Randomness.
         """
-        hist = np.asarray(histogram)
-        if hist.shape != (self.domain_size,) or not np.issubdtype(hist.dtype, np.integer):
-            raise DataError(
-                f"histogram must be {self.domain_size} integer counts, got shape {hist.shape}"
-            )
-        if np.any(hist < 0) or hist.sum() == 0:
-            raise DataError("histogram counts must be >= 0 with at least one user")
+        hist = check_histogram(histogram, self.domain_size)
         rng = make_rng(seed)
         hist = hist.astype(np.int64)
         total = int(hist.sum()) * (self.fake_users + 1)

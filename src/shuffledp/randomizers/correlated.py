@@ -43,8 +43,8 @@ from numpy.typing import NDArray
 from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import DataError, InvalidParameterError, check_int
 from shuffledp.accounting.correlated import CorrelatedNoise
+from shuffledp.data.checks import check_histogram, check_values
 from shuffledp.messages import MessageBatch
-from shuffledp.randomizers.bitflip import check_values
 
 __all__ = [
     "MAX_EXACT_CLUSTERS",
@@ -254,12 +254,8 @@ class CorrelatedRandomizer:
             histogram: h_j, the number of users holding each value.
             seed: Randomness.
         """
-        hist = np.asarray(histogram)
         d = self.domain_size
-        if hist.shape != (d,) or not np.issubdtype(hist.dtype, np.integer):
-            raise DataError(f"histogram must be {d} integer counts, got shape {hist.shape}")
-        if np.any(hist < 0) or hist.sum() == 0:
-            raise DataError("histogram counts must be >= 0 with at least one user")
+        hist = check_histogram(histogram, d)
         rng = make_rng(seed)
         n = int(hist.sum())
         scale = n / self.min_honest

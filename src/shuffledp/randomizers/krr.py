@@ -14,10 +14,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from shuffledp._rng import SeedLike, make_rng
-from shuffledp._validation import DataError, check_epsilon, check_int
+from shuffledp._validation import check_epsilon, check_int
 from shuffledp.accounting.krr import krr_probabilities
+from shuffledp.data.checks import check_histogram, check_values
 from shuffledp.messages import MessageBatch
-from shuffledp.randomizers.bitflip import check_values
 
 __all__ = ["KRRRandomizer"]
 
@@ -65,12 +65,8 @@ class KRRRandomizer:
         Users holding j keep it Bin(h_j, a) times; the rest spread uniformly over
         the other k − 1 values (one multinomial per source value).
         """
-        hist = np.asarray(histogram)
         k = self.domain_size
-        if hist.shape != (k,) or not np.issubdtype(hist.dtype, np.integer):
-            raise DataError(f"histogram must be {k} integer counts, got shape {hist.shape}")
-        if np.any(hist < 0) or hist.sum() == 0:
-            raise DataError("histogram counts must be >= 0 with at least one user")
+        hist = check_histogram(histogram, k)
         rng = make_rng(seed)
         hist = hist.astype(np.int64)
         kept = rng.binomial(hist, self.keep_probability)
