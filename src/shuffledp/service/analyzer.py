@@ -71,14 +71,14 @@ from shuffledp.service._server import (
 from shuffledp.service._testhooks import crash_point
 from shuffledp.service.release import NothingToPublishError, publish
 from shuffledp.service.shuffler import BATCH_FORMAT, DEFAULT_MAX_SUBMISSIONS_PER_REQUEST
-from shuffledp.service.store import (
+from shuffledp.service.store_common import content_digest
+from shuffledp.service.store_protocols import (
     Aggregation,
     AnalyzerStore,
     BatchConflictError,
     ReceivedBatch,
     StoreError,
 )
-from shuffledp.service.store_common import content_digest
 from shuffledp.service.task import MAX_BATCH_USERS, Task, is_id
 from shuffledp.service.wire import CIPHERTEXT_LENGTH, MessageOpener, WireError, b64decode_exact
 

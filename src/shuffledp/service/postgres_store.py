@@ -65,17 +65,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from shuffledp._optional import require
 from shuffledp._validation import InvalidParameterError
 from shuffledp.service._testhooks import crash_point
-from shuffledp.service.store import (
-    AggregateTotals,
-    Aggregation,
-    BatchConflictError,
-    ClientAlreadySubmittedError,
-    NewSubmission,
-    OutboxBatch,
-    ReceivedBatch,
-    StoreError,
-    SubmitOutcome,
-)
 from shuffledp.service.store_common import (
     aggregation_changes,
     analyzer_metrics,
@@ -87,6 +76,17 @@ from shuffledp.service.store_common import (
     received_batch_from_row,
     shuffler_stats,
     totals_from_rows,
+)
+from shuffledp.service.store_protocols import (
+    AggregateTotals,
+    Aggregation,
+    BatchConflictError,
+    ClientAlreadySubmittedError,
+    NewSubmission,
+    OutboxBatch,
+    ReceivedBatch,
+    StoreError,
+    SubmitOutcome,
 )
 
 if TYPE_CHECKING:

@@ -44,7 +44,7 @@ from shuffledp.protocols.augmented import AugmentedProtocol
 from shuffledp.protocols.base import ProtocolRun
 from shuffledp.protocols.flip import FlipProtocol
 from shuffledp.protocols.krr import KRRProtocol
-from shuffledp.service.store import AggregateTotals, AnalyzerStore
+from shuffledp.service.store_protocols import AggregateTotals, AnalyzerStore
 from shuffledp.service.task import (
     Task,
     augmented_calibration,

@@ -75,7 +75,7 @@ from shuffledp.service._server import (
     store_unavailable_response,
 )
 from shuffledp.service._testhooks import crash_point
-from shuffledp.service.store import (
+from shuffledp.service.store_protocols import (
     ClientAlreadySubmittedError,
     NewSubmission,
     OutboxBatch,

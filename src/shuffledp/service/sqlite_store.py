@@ -45,17 +45,6 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from shuffledp.service._testhooks import crash_point
-from shuffledp.service.store import (
-    AggregateTotals,
-    Aggregation,
-    BatchConflictError,
-    ClientAlreadySubmittedError,
-    NewSubmission,
-    OutboxBatch,
-    ReceivedBatch,
-    StoreError,
-    SubmitOutcome,
-)
 from shuffledp.service.store_common import (
     aggregation_changes,
     analyzer_metrics,
@@ -68,6 +57,17 @@ from shuffledp.service.store_common import (
     received_batch_from_row,
     shuffler_stats,
     totals_from_rows,
+)
+from shuffledp.service.store_protocols import (
+    AggregateTotals,
+    Aggregation,
+    BatchConflictError,
+    ClientAlreadySubmittedError,
+    NewSubmission,
+    OutboxBatch,
+    ReceivedBatch,
+    StoreError,
+    SubmitOutcome,
 )
 
 __all__ = [

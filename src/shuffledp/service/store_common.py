@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from shuffledp.service.store import (
+from shuffledp.service.store_protocols import (
     AggregateTotals,
     Aggregation,
     OutboxBatch,

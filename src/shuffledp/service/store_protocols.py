@@ -1,0 +1,283 @@
+"""Where the shuffler and the analyzer keep their state: the interfaces (store protocols).
+
+This module is the bottom of the store modules: it imports no implementation.
+Each role needs only a handful of operations, listed by :class:`ShufflerStore`
+and :class:`AnalyzerStore`. Every operation is one transaction and every write
+is durable when the call returns, so a service acknowledges a request only
+after its effect would survive a crash (``kill -9``, power loss with
+SQLite's ``synchronous=FULL`` or PostgreSQL's ``synchronous_commit=on``).
+Calls are blocking and thread-safe; the web handlers run them in a worker
+thread. A store that cannot do its work (database down, disk full) raises
+:class:`StoreError`, which the services answer with 503 (retry later).
+
+Two implementations, chosen by the store URL in :mod:`shuffledp.service.store`
+(:func:`~shuffledp.service.store.open_shuffler_store`,
+:func:`~shuffledp.service.store.open_analyzer_store`):
+
+* ``sqlite:///PATH``: :mod:`shuffledp.service.sqlite_store` (stdlib; one writer
+  thread with group commit);
+* ``postgresql://…`` or ``postgres://…``: :mod:`shuffledp.service.postgres_store`
+  (psycopg 3, the ``service`` extra): the same tables in plain SQL (``BYTEA``
+  for ``BLOB``, ``INSERT … ON CONFLICT DO NOTHING``, ``SELECT … FOR UPDATE``
+  where a batch is cut), one database per role and task.
+
+What is stored, on purpose and no more. Shuffler: submission id, its
+ciphertexts until the submission is batched (then NULL: only the id is kept,
+for deduplication), the batch it went to; batches waiting to be forwarded;
+used client ids (one submission per client), in a table of their own with no
+column that names a submission. No IP address, header or timestamp anywhere.
+Analyzer: batches as received (permuted ciphertexts, number of users),
+per-batch counts, and counters. The tables do not link a client id to its
+submission, but the files do until the batch is cut: they hold the rows in
+arrival order, a request's client ids next to its submissions (see
+:mod:`shuffledp.service.sqlite_store` for what the cut erases, and
+:mod:`shuffledp.service.postgres_store`, whose files keep the order after the
+cut too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from shuffledp._validation import ShuffleDPError
+
+__all__ = [
+    "AggregateTotals",
+    "Aggregation",
+    "AnalyzerStore",
+    "BatchConflictError",
+    "ClientAlreadySubmittedError",
+    "NewSubmission",
+    "OutboxBatch",
+    "ReceivedBatch",
+    "ShufflerStore",
+    "StoreError",
+    "SubmitOutcome",
+]
+
+
+class StoreError(ShuffleDPError):
+    """The store cannot be opened or does not belong to this task."""
+
+
+class ClientAlreadySubmittedError(Exception):
+    """A client id in the request was already used with another submission id."""
+
+
+class BatchConflictError(Exception):
+    """A batch with the same content as a stored one arrived under another batch id."""
+
+
+@dataclass(frozen=True)
+class NewSubmission:
+    """One user's submission as the shuffler stores it.
+
+    Attributes:
+        submission_id: The client's idempotency key (32 hex digits).
+        messages: The ciphertexts, concatenated (each of fixed length); may be empty.
+        client_id: The token's client id when the task allows one submission
+            per client; stored apart from the submission.
+    """
+
+    submission_id: str
+    messages: bytes
+    client_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SubmitOutcome:
+    """What a request's submissions did.
+
+    Attributes:
+        accepted: Submissions stored now.
+        duplicates: Submission ids already stored (no-ops).
+        unbatched: Users waiting for a batch after this transaction.
+        batch: The batch these submissions completed and the same transaction
+            cut, if any.
+    """
+
+    accepted: int
+    duplicates: int
+    unbatched: int
+    batch: OutboxBatch | None = None
+
+
+@dataclass(frozen=True)
+class OutboxBatch:
+    """A batch the shuffler has cut: permuted ciphertexts, no submission ids.
+
+    Attributes:
+        batch_id: Random id (32 hex digits).
+        payload: The permuted ciphertexts, concatenated.
+        n_users: Submissions it holds.
+        n_messages: Ciphertexts it holds.
+    """
+
+    batch_id: str
+    payload: bytes
+    n_users: int
+    n_messages: int
+
+
+@dataclass(frozen=True)
+class ReceivedBatch:
+    """A batch as the analyzer stores it.
+
+    Attributes:
+        batch_id: The shuffler's batch id.
+        payload: Permuted ciphertexts, concatenated.
+        n_users: Users in the batch (as the shuffler states it).
+        n_messages: Ciphertexts in the payload.
+        content_digest: SHA-256 of the sorted ciphertexts (order-free), to refuse
+            the same messages arriving again under another batch id.
+    """
+
+    batch_id: str
+    payload: bytes
+    n_users: int
+    n_messages: int
+    content_digest: str
+
+
+@dataclass(frozen=True)
+class AggregateTotals:
+    """The analyzer's running totals over aggregated batches.
+
+    Attributes:
+        counts: Good messages per bin (the sufficient statistic).
+        n_users: Users over all aggregated batches.
+        n_messages: Good messages counted.
+        n_batches: Aggregated batches.
+        smallest_batch_users: Users in the smallest aggregated batch (None if none).
+        pending_batches: Batches stored but not yet aggregated.
+    """
+
+    counts: NDArray[np.int64]
+    n_users: int
+    n_messages: int
+    n_batches: int
+    smallest_batch_users: int | None
+    pending_batches: int
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """The result of decrypting one batch, recorded in one transaction.
+
+    Attributes:
+        batch_id: The batch.
+        counts: Good messages per bin.
+        undecryptable: Messages that did not decrypt.
+        undecodable: Messages that decrypted to an invalid plaintext.
+    """
+
+    batch_id: str
+    counts: NDArray[np.int64]
+    undecryptable: int = 0
+    undecodable: int = 0
+
+
+class ShufflerStore(Protocol):
+    """The shuffler's state (see the module docstring for what it holds)."""
+
+    def submit(
+        self,
+        submissions: Sequence[NewSubmission],
+        *,
+        min_batch_users: int,
+        permute: Callable[[bytes], bytes],
+    ) -> SubmitOutcome:
+        """Store new submissions in one transaction; known ids are no-ops.
+
+        When the submissions waiting reach ``min_batch_users``, the same
+        transaction cuts the batch (as :meth:`cut_batch`), so batches hold
+        exactly ``min_batch_users`` users unless one request carries the
+        count past it.
+
+        Raises:
+            ClientAlreadySubmittedError: If a client id was used before (or twice in the
+                request) by a submission not already stored; nothing is stored.
+        """
+        ...
+
+    def cut_batch(self, min_users: int, permute: Callable[[bytes], bytes]) -> OutboxBatch | None:
+        """If at least ``min_users`` submissions wait, batch them all in one transaction.
+
+        The transaction takes every unbatched submission, concatenates their
+        ciphertexts, applies ``permute`` (one uniformly random permutation of
+        all messages), stores the result in the outbox, and sets the
+        submissions' messages to NULL. Returns the batch, or None.
+        """
+        ...
+
+    def unsent_batches(self) -> list[str]:
+        """Ids of batches cut but not yet acknowledged by the analyzer, oldest first."""
+        ...
+
+    def load_outbox_batch(self, batch_id: str) -> OutboxBatch:
+        """Return a batch of the outbox."""
+        ...
+
+    def mark_sent(self, batch_id: str) -> None:
+        """Record that the analyzer acknowledged the batch (its payload is dropped)."""
+        ...
+
+    def stats(self) -> dict[str, int]:
+        """Counters derived from the stored state (submissions, batches, unsent, waiting)."""
+        ...
+
+    def close(self) -> None:
+        """Finish pending writes and release the store."""
+        ...
+
+
+class AnalyzerStore(Protocol):
+    """The analyzer's state (see the module docstring for what it holds)."""
+
+    def add_batch(self, batch: ReceivedBatch) -> bool:
+        """Store a batch durably; return False if its id is already stored (a no-op).
+
+        Raises:
+            BatchConflictError: If the same messages are stored under another batch id.
+        """
+        ...
+
+    def unaggregated_batches(self) -> list[str]:
+        """Ids of stored batches not yet aggregated."""
+        ...
+
+    def batch_ids(self) -> list[str]:
+        """Ids of every stored batch, aggregated or not, in arrival order."""
+        ...
+
+    def load_batch(self, batch_id: str) -> ReceivedBatch:
+        """Return a stored batch."""
+        ...
+
+    def record_aggregation(self, aggregation: Aggregation) -> bool:
+        """In one transaction, add the batch's counts and mark it aggregated.
+
+        Returns False (and changes nothing) if it was aggregated already.
+        """
+        ...
+
+    def add_metrics(self, deltas: Mapping[str, int]) -> None:
+        """Add to persistent counters."""
+        ...
+
+    def totals(self, domain_size: int) -> AggregateTotals:
+        """The running totals over aggregated batches."""
+        ...
+
+    def metrics(self) -> dict[str, int]:
+        """Persistent counters plus counts derived from the stored state."""
+        ...
+
+    def close(self) -> None:
+        """Finish pending writes and release the store."""
+        ...
