@@ -13,6 +13,12 @@ Both return the same counts, bit for bit, on the same input. Messages are read
 from a :class:`~shuffledp.backends.dataset.MessageDataset` (Parquet files plus
 a metadata file; the layout is in :mod:`shuffledp.backends.dataset`). Protocol
 code (debiasing, estimates, privacy reports) never sees a backend.
+
+Layering: this package sits above :mod:`shuffledp.service`. It imports the
+analyzer's store interfaces (:mod:`shuffledp.service.store_protocols`), the
+wire format (:mod:`shuffledp.service.wire`) and the task
+(:mod:`shuffledp.service.task`); nothing in :mod:`shuffledp.service` imports a
+backend (``tests/unit/test_layering.py`` keeps the arrow one way).
 """
 
 from __future__ import annotations

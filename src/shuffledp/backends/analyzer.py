@@ -5,7 +5,7 @@ same refusals the analyzer service applies when a batch arrives: its task, at
 least ``min_batch_users`` users per batch, no more messages than that many
 users can send), has a backend decrypt and count every message, checks that
 every batch's rows were all read, and returns the
-:class:`~shuffledp.service.store.AggregateTotals` that
+:class:`~shuffledp.service.store_protocols.AggregateTotals` that
 :func:`shuffledp.service.release.build_release` turns into the release, the
 same JSON ``shuffledp analyzer publish`` writes for the same batches.
 """
@@ -21,7 +21,7 @@ from shuffledp.backends.dataset import MessageDataset
 
 if TYPE_CHECKING:
     from shuffledp.backends.base import Backend
-    from shuffledp.service.store import AggregateTotals
+    from shuffledp.service.store_protocols import AggregateTotals
     from shuffledp.service.task import Task
 
 __all__ = ["AggregationResult", "aggregate_dataset", "check_dataset"]
@@ -92,7 +92,7 @@ def aggregate_dataset(
         DataError: See :func:`check_dataset`; also if the files do not hold
             exactly the messages the metadata lists for each batch.
     """
-    from shuffledp.service.store import AggregateTotals
+    from shuffledp.service.store_protocols import AggregateTotals
 
     check_dataset(task, dataset)
     counts = backend.count(dataset, private_key=private_key)

@@ -68,7 +68,7 @@ from shuffledp.backends.kernels import (
 from shuffledp.schemas import schema_id
 
 if TYPE_CHECKING:
-    from shuffledp.service.store import AnalyzerStore
+    from shuffledp.service.store_protocols import AnalyzerStore
     from shuffledp.service.task import Task
 
 __all__ = [
@@ -451,9 +451,9 @@ def write_metadata(dataset: MessageDataset) -> None:
     fs, base, _ = _resolve(dataset.location)
     text = json.dumps(dataset.to_dict(), indent=2) + "\n"
     if isinstance(fs, pafs.LocalFileSystem):
-        from shuffledp.cli._common import write_atomically
+        from shuffledp._files import write_text_atomically
 
-        write_atomically(Path(base) / METADATA_FILE, text)
+        write_text_atomically(Path(base) / METADATA_FILE, text)
     else:
         with fs.open_output_stream(posixpath.join(base, METADATA_FILE)) as out:
             out.write(text.encode("utf-8"))

@@ -18,9 +18,18 @@ under uvicorn on the server side, httpx on the client side):
 A :mod:`~shuffledp.service.task` document fixes everything public about one
 collection: the protocol and its calibrated parameters, the domain, the
 minimum batch size and the analyzer's public key. State lives in a store
-(:mod:`~shuffledp.service.store`; SQLite in :mod:`~shuffledp.service.sqlite_store`).
+(the interfaces in :mod:`~shuffledp.service.store_protocols`, opened from its URL by
+:mod:`~shuffledp.service.store`: SQLite in :mod:`~shuffledp.service.sqlite_store`,
+PostgreSQL in :mod:`~shuffledp.service.postgres_store`).
 
 These modules need the ``service`` extra: ``pip install 'shuffledp[service]'``.
+
+Layering: :mod:`shuffledp.backends` sits above this package and this package
+never imports it. The backends read the analyzer's store through its interfaces
+(:mod:`~shuffledp.service.store_protocols`), open messages with
+:mod:`~shuffledp.service.wire` and take the :class:`~shuffledp.service.task.Task`;
+the analyzer service decrypts and counts its batches itself
+(``tests/unit/test_layering.py`` keeps the arrow one way).
 """
 
 from __future__ import annotations

@@ -251,9 +251,9 @@ def serve(
         raise InvalidParameterError(f"--listen {listen}: cannot bind ({exc.strerror})") from None
     bound = sock.getsockname()[1]
     if port_file is not None:
-        from shuffledp.cli._common import write_atomically
+        from shuffledp._files import write_text_atomically
 
-        write_atomically(port_file, f"{bound}\n")
+        write_text_atomically(port_file, f"{bound}\n")
     config = uvicorn.Config(
         app,
         log_level="warning",

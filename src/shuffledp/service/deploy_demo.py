@@ -150,9 +150,9 @@ def run_deploy_demo(
         result["privacy"]["covers_release"] = False
     result["true_counts"] = [int(c) for c in truth]
     result["linf_error"] = linf
-    from shuffledp.cli._common import write_atomically
+    from shuffledp._files import write_text_atomically
 
-    write_atomically(out_dir / "flip_deploy.json", json.dumps(result, indent=2) + "\n")
+    write_text_atomically(out_dir / "flip_deploy.json", json.dumps(result, indent=2) + "\n")
     print(
         f"wrote {out_dir / 'flip_deploy.json'}; services stopped "
         f"({time.perf_counter() - started:.1f} s in all)"

@@ -843,10 +843,10 @@ def build_randomizer(task: Task) -> Randomizer:
 
 def save_task(task: Task, path: str | Path) -> None:
     """Write the task document (public) to ``path``."""
-    from shuffledp.cli._common import write_atomically
+    from shuffledp._files import write_text_atomically
 
     path = Path(path)
-    write_atomically(path, task.to_json())
+    write_text_atomically(path, task.to_json())
     path.chmod(0o644)  # public: every client and both services read it
 
 

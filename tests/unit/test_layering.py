@@ -1,0 +1,172 @@
+"""Which package may import which: the arrows the design fixes stay one way.
+
+Imports are read from the source (module level and inside functions, the way
+Python runs them); an import under ``if TYPE_CHECKING:`` never runs, so it
+does not count towards a cycle, but it does count as an arrow between
+packages.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+PACKAGE = SRC / "shuffledp"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(path: Path, *, type_checking: bool) -> set[str]:
+    """Every module (and ``module.name``) ``path`` imports, relative imports resolved."""
+    name = _module_name(path)
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child) and not type_checking:
+                for stmt in child.orelse:
+                    visit_one(stmt)
+                continue
+            visit_one(child)
+
+    def visit_one(node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+        visit(node)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def _graph(prefixes: tuple[str, ...]) -> dict[str, set[str]]:
+    """Runtime imports between the modules whose names start with one of ``prefixes``."""
+    modules = _modules()
+    inside = {name for name in modules if name.startswith(prefixes)}
+    return {
+        name: {m for m in _imports(modules[name], type_checking=False) if m in inside} - {name}
+        for name in inside
+    }
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return found
+
+
+def test_service_never_imports_backends() -> None:
+    """backends/ sits above service/: it reads the store, the wire format and the task."""
+    offenders = {
+        name: sorted(
+            m for m in _imports(path, type_checking=True) if m.startswith("shuffledp.backends")
+        )
+        for name, path in _modules().items()
+        if name.startswith("shuffledp.service")
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_backends_import_service_only_through_its_interfaces() -> None:
+    """What the backends take from the services: store interfaces, wire format, task."""
+    allowed = (
+        "shuffledp.service.store_protocols",
+        "shuffledp.service.wire",
+        "shuffledp.service.task",
+    )
+    used = {
+        m
+        for name, path in _modules().items()
+        if name.startswith("shuffledp.backends")
+        for m in _imports(path, type_checking=True)
+        if m.startswith("shuffledp.service")
+    }
+    assert used and all(m.startswith(allowed) for m in used), sorted(used)
+
+
+def test_store_modules_import_one_way() -> None:
+    """The factory imports the stores; the stores import the helpers and the interfaces."""
+    graph = _graph(("shuffledp.service",))
+    protocols = "shuffledp.service.store_protocols"
+    common = "shuffledp.service.store_common"
+    assert not graph[protocols] & {m for m in graph if "store" in m}
+    assert "shuffledp.service.store" not in graph[common]
+    for store in ("shuffledp.service.sqlite_store", "shuffledp.service.postgres_store"):
+        assert "shuffledp.service.store" not in graph[store]
+        assert protocols in graph[store]
+
+
+def test_no_import_cycles_in_these_packages() -> None:
+    """No cycle of runtime imports among the modules of these packages."""
+    prefixes = (
+        "shuffledp.service",
+        "shuffledp.backends",
+        "shuffledp.protocols",
+        "shuffledp.randomizers",
+        "shuffledp.data",
+        "shuffledp.cli.run",
+    )
+    assert _cycles(_graph(prefixes)) == []
+
+
+def test_randomizers_and_protocols_check_values_in_the_data_package() -> None:
+    """Bin indices and histograms are checked by shuffledp.data.checks, not by one randomizer."""
+    modules = _modules()
+    for name, path in modules.items():
+        if name.startswith(("shuffledp.protocols", "shuffledp.randomizers")):
+            imported = _imports(path, type_checking=True)
+            assert "shuffledp.randomizers.bitflip.check_values" not in imported, name
