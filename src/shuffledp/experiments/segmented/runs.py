@@ -1014,7 +1014,7 @@ def run_segmented_experiment(
     write_text_atomically(json_path, json.dumps(_jsonable(summary), indent=2) + "\n")
     written = [csv_path, json_path]
     if plots:
-        from shuffledp.experiments.segmented_plots import plot_segmented
+        from shuffledp.experiments.segmented.plots import plot_segmented
 
         written += plot_segmented(rows, summary, out, config.data)
     return {"files": [str(p) for p in written], "summary": summary}
