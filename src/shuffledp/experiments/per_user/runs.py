@@ -1460,7 +1460,7 @@ def _run(config: PerUserExperimentConfig, out: Path, *, plots: bool) -> dict[str
         ),
     }
     if plots:
-        from shuffledp.experiments.per_user_plots import plot_per_user
+        from shuffledp.experiments.per_user.plots import plot_per_user
 
         files += plot_per_user(
             sweep_rows, base_rows, eps_rows, thm3_runs, summary, out, epsilon=config.epsilon
