@@ -27,10 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-import numpy as np
-
 from shuffledp._rng import SeedLike, make_rng
-from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
+from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.accounting.augmented import (
     VARIANTS,
     DummyLaw,
@@ -49,8 +47,14 @@ from shuffledp.analyzers.augmented import AugmentedAnalyzer, augmented_count_std
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.central import discrete_laplace_std
 from shuffledp.messages import MessageBatch, ShuffledBatch
-from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
-from shuffledp.protocols.base import DomainSpec, IntArray, ShuffleProtocol, resolve_domain
+from shuffledp.privacy import PrivacyReport
+from shuffledp.protocols.base import (
+    CalibratedProtocol,
+    DomainSpec,
+    IntArray,
+    certified_report,
+    check_target,
+)
 from shuffledp.randomizers.augmented import AugmentedClient, AugmentedRandomizer
 
 __all__ = [
@@ -164,12 +168,9 @@ class AugmentedCalibration:
             parameters.update(nu=self.nu, q_left=self.q_left, q_right=self.q_right)
         else:
             parameters["trials"] = self.trials
-        return PrivacyReport(
-            guarantee=ApproxDP(self.epsilon, self.delta),
-            method=AUGMENTED_PRIVACY_METHOD,
-            bound=BoundKind.UPPER,
-            n=self.n,
-            lower_bound_delta=self.delta_lower,
+        return certified_report(
+            self,
+            AUGMENTED_PRIVACY_METHOD,
             parameters=parameters,
             notes=(
                 "exact hockey-stick divergence of the two bin counts a moving user touches "
@@ -247,10 +248,7 @@ def calibrate_augmented(
         InvalidParameterError: On a bad parameter, a parameter the variant does
             not take, or a fixed ν or M whose certified δ exceeds the target.
     """
-    n = check_int(n, "n", minimum=1)
-    d = check_int(domain_size, "domain_size", minimum=2)
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
+    n, d, epsilon, delta = check_target(n, domain_size, epsilon, delta)
     variant = _check_variant(variant)
     if calibration not in AUGMENTED_CALIBRATIONS:
         raise InvalidParameterError(f"calibration must be 'exact' or 'paper', got {calibration!r}")
@@ -338,14 +336,15 @@ def _describe(law: DummyLaw) -> str:
     return f"nu={law.nu}, q_left={law.q_left:.6g}, q_right={law.q_right:.6g}"
 
 
-class AugmentedProtocol(ShuffleProtocol):
+class AugmentedProtocol(CalibratedProtocol[AugmentedCalibration, AugmentedRandomizer]):
     """The augmented shuffle protocol: one plain message per user, dummies from the shuffler.
 
     The message path runs the client (:class:`~shuffledp.randomizers.augmented.AugmentedClient`),
     then the shuffler's sampling and dummies
     (:class:`~shuffledp.randomizers.augmented.AugmentedRandomizer`), and
     :meth:`~shuffledp.protocols.base.ShuffleProtocol.run` shuffles uniformly; the
-    count path draws c_j = Bin(h_j, β) + z_j directly.
+    count path draws c_j = Bin(h_j, β) + z_j directly. Every message (kept or
+    dummy) sets one bin; the privacy report states the augmented trust model.
 
     Args:
         calibration: From :func:`calibrate_augmented`.
@@ -357,15 +356,7 @@ class AugmentedProtocol(ShuffleProtocol):
     def __init__(
         self, calibration: AugmentedCalibration, *, labels: Sequence[str] | None = None
     ) -> None:
-        self.calibration = calibration
-        self.n = calibration.n
-        self.domain_size = calibration.domain_size
-        if labels is not None:
-            size, self.labels = resolve_domain(labels, "labels")
-            if size != calibration.domain_size:
-                raise InvalidParameterError(
-                    f"labels has {size} entries, the calibration {calibration.domain_size} bins"
-                )
+        super().__init__(calibration, labels=labels)
         self.client = AugmentedClient(calibration.domain_size)
         self.randomizer = AugmentedRandomizer(
             calibration.domain_size, calibration.law, calibration.beta
@@ -409,9 +400,9 @@ class AugmentedProtocol(ShuffleProtocol):
             trials: A fixed SBin M to certify.
             calibration: ``"exact"`` or ``"paper"`` (SAGeo).
         """
-        d, labels = resolve_domain(domain)
-        return cls(
-            calibrate_augmented(
+        return cls._on_domain(
+            domain,
+            lambda d: calibrate_augmented(
                 n,
                 d,
                 epsilon,
@@ -422,7 +413,6 @@ class AugmentedProtocol(ShuffleProtocol):
                 trials=trials,
                 calibration=calibration,
             ),
-            labels=labels,
         )
 
     def randomize(self, values: IntArray, seed: SeedLike = None) -> MessageBatch:
@@ -433,23 +423,11 @@ class AugmentedProtocol(ShuffleProtocol):
         """Messages per bin."""
         return self.analyzer.count_messages(shuffled.payload)
 
-    def sample_statistic(self, histogram: IntArray, seed: SeedLike = None) -> IntArray:
-        """Messages per bin drawn from their exact law Bin(h_j, β) + z_j."""
-        return self.randomizer.sample_counts(histogram, seed)
-
     def estimate(
         self, statistic: IntArray, domain: Sequence[str] | None = None
     ) -> HistogramEstimate:
         """(c_j − E[z])/β with standard errors."""
         return self.analyzer.estimate(statistic, domain)
-
-    def privacy_report(self) -> PrivacyReport:
-        """The certified (ε, δ) and the augmented trust model."""
-        return self.calibration.privacy_report()
-
-    def messages_in(self, statistic: IntArray) -> int:
-        """Every message (kept or dummy) sets one bin."""
-        return int(np.sum(statistic))
 
     def parameters(self) -> dict[str, Any]:
         """The variant, β, the dummy law's parameters and E[z]."""

@@ -6,28 +6,54 @@ runs on two paths that must agree in distribution:
 * message-level: real messages and a real shuffle (what a deployment runs);
 * count-level: the analyzer's sufficient statistic drawn directly (what
   simulations at 1e7+ users use).
+
+What the protocols built from one calibration object share (FLIP, k-RR,
+correlated, augmented) is here too: :class:`CalibratedProtocol` (the domain
+and its labels, the count path, the report), :func:`certified_report` (the
+calibration's privacy report), :func:`check_target` and :func:`check_size`
+(the calibration's arguments) and :func:`fixed_guarantee` (what hand-picked
+parameters certify at a given ε or δ).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from shuffledp._rng import SEEDED_NOT_COVERED, SeedLike, child_seeds, make_rng
-from shuffledp._validation import DataError, InvalidParameterError, check_int
+from shuffledp._validation import (
+    DataError,
+    InvalidParameterError,
+    check_delta,
+    check_epsilon,
+    check_int,
+)
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.data.checks import check_values
 from shuffledp.messages import MessageBatch, ShuffledBatch
-from shuffledp.privacy import PrivacyReport
+from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 from shuffledp.shuffler.uniform import UniformShuffler
 
-__all__ = ["DomainSpec", "ExecutionPath", "ProtocolRun", "ShuffleProtocol", "resolve_domain"]
+__all__ = [
+    "CalibratedParameters",
+    "CalibratedProtocol",
+    "CountSampler",
+    "DomainSpec",
+    "ExecutionPath",
+    "ProtocolRun",
+    "ShuffleProtocol",
+    "certified_report",
+    "check_size",
+    "check_target",
+    "fixed_guarantee",
+    "resolve_domain",
+]
 
 ExecutionPath = Literal["message", "count"]
 IntArray = NDArray[np.int64]
@@ -324,3 +350,200 @@ class ShuffleProtocol(ABC):
                 f"0 to {self.domain_size - 1} of the domain, not labels: to give integer labels, "
                 "pass them as a pandas Series or a pyarrow array (or as text)"
             ) from None
+
+
+class CalibratedParameters(Protocol):
+    """What a protocol's calibration states: n, d and the certified (ε, δ) with its lower bound."""
+
+    @property
+    def n(self) -> int:
+        """Number of users the guarantee is calibrated for."""
+        ...
+
+    @property
+    def domain_size(self) -> int:
+        """d, the number of bins."""
+        ...
+
+    @property
+    def epsilon(self) -> float:
+        """ε of the guarantee."""
+        ...
+
+    @property
+    def delta(self) -> float:
+        """The certified δ at ε."""
+        ...
+
+    @property
+    def delta_lower(self) -> float | None:
+        """The exact δ of a concrete neighbouring pair (how tight ``delta`` is), if any."""
+        ...
+
+    def privacy_report(self) -> PrivacyReport:
+        """The guarantee of one execution."""
+        ...
+
+
+class CountSampler(Protocol):
+    """A randomizer that draws the analyzer's statistic from the true histogram."""
+
+    def sample_counts(self, histogram: NDArray[np.integer], seed: SeedLike = None) -> IntArray:
+        """The statistic drawn from its exact law (the count-level path)."""
+        ...
+
+
+CalibrationT = TypeVar("CalibrationT", bound=CalibratedParameters)
+RandomizerT = TypeVar("RandomizerT", bound=CountSampler)
+
+
+class CalibratedProtocol(ShuffleProtocol, Generic[CalibrationT, RandomizerT]):
+    """A protocol built from one calibration object (FLIP, k-RR, correlated, augmented).
+
+    The calibration fixes n, the domain size and the certified guarantee (its
+    ``privacy_report``); the randomizer draws the statistic on the count path
+    (its ``sample_counts``), and every message adds one to one count of the
+    statistic. Subclasses build ``randomizer`` and implement ``randomize``,
+    ``statistic_from_messages`` and ``estimate``.
+
+    Args:
+        calibration: The protocol's calibration.
+        labels: The public domain's bin labels (``None``: bin indices only).
+
+    Raises:
+        InvalidParameterError: If ``labels`` are not d distinct labels.
+    """
+
+    #: What the calibration's domain counts, in the error for labels of another size.
+    domain_unit: ClassVar[str] = "bins"
+
+    calibration: CalibrationT
+    randomizer: RandomizerT
+
+    def __init__(self, calibration: CalibrationT, *, labels: Sequence[str] | None = None) -> None:
+        self.calibration = calibration
+        self.n = calibration.n
+        self.domain_size = calibration.domain_size
+        if labels is not None:
+            size, self.labels = resolve_domain(labels, "labels")
+            if size != calibration.domain_size:
+                raise InvalidParameterError(
+                    f"labels has {size} entries, the calibration {calibration.domain_size} "
+                    f"{self.domain_unit}"
+                )
+
+    @classmethod
+    def _on_domain(
+        cls, domain: DomainSpec, calibrate: Callable[[int], CalibrationT], **options: Any
+    ) -> Self:
+        """Build the protocol on a public domain: ``calibrate(d)``, then its labels.
+
+        Args:
+            domain: The public domain: its size d, or its labels in bin order.
+            calibrate: The calibration for a domain of d bins.
+            options: The subclass's other constructor arguments.
+        """
+        size, labels = resolve_domain(domain)
+        return cls(calibrate(size), labels=labels, **options)
+
+    def sample_statistic(self, histogram: IntArray, seed: SeedLike = None) -> IntArray:
+        """The statistic drawn from its exact law given the true histogram (count-level path)."""
+        return self.randomizer.sample_counts(histogram, seed)
+
+    def privacy_report(self) -> PrivacyReport:
+        """The certified (ε, δ) of the calibration."""
+        return self.calibration.privacy_report()
+
+    def messages_in(self, statistic: IntArray) -> int:
+        """Every message adds one to one count, so the counts sum to the messages."""
+        return int(np.sum(statistic))
+
+
+def certified_report(
+    calibration: CalibratedParameters,
+    method: str,
+    *,
+    parameters: dict[str, Any],
+    notes: str,
+    neighbouring: str | None = None,
+    assumptions: tuple[str, ...] = (),
+) -> PrivacyReport:
+    """The upper bound a calibration certifies: (ε, δ) at its n users, with its lower bound.
+
+    Args:
+        calibration: The calibration (its ε, δ, ``delta_lower`` and n).
+        method: The accountant's name.
+        parameters: The parameters the report states.
+        notes: How the bound was computed.
+        neighbouring: The neighbouring relation (``None``: the report's default).
+        assumptions: Statements the guarantee relies on.
+    """
+    context: dict[str, Any] = {} if neighbouring is None else {"neighbouring": neighbouring}
+    return PrivacyReport(
+        guarantee=ApproxDP(calibration.epsilon, calibration.delta),
+        method=method,
+        bound=BoundKind.UPPER,
+        n=calibration.n,
+        lower_bound_delta=calibration.delta_lower,
+        parameters=parameters,
+        notes=notes,
+        assumptions=assumptions,
+        **context,
+    )
+
+
+def check_size(n: int, domain_size: int) -> tuple[int, int]:
+    """Return (n, d) after checking n ≥ 1 users and d ≥ 2 bins.
+
+    Raises:
+        InvalidParameterError: Otherwise.
+    """
+    return check_int(n, "n", minimum=1), check_int(domain_size, "domain_size", minimum=2)
+
+
+def check_target(
+    n: int, domain_size: int, epsilon: float, delta: float
+) -> tuple[int, int, float, float]:
+    """Return (n, d, ε, δ) of a calibration's target after checking them, in that order.
+
+    Raises:
+        InvalidParameterError: If one is out of range (the first one found).
+    """
+    n, d = check_size(n, domain_size)
+    return n, d, check_epsilon(epsilon), check_delta(delta)
+
+
+def fixed_guarantee(
+    epsilon: float | None,
+    delta: float | None,
+    *,
+    delta_at: Callable[[float], float],
+    epsilon_at: Callable[[float], tuple[float, float]],
+) -> tuple[float, float, float]:
+    """What hand-picked parameters certify: the δ at ``epsilon``, or the ε at ``delta``.
+
+    Args:
+        epsilon: The ε to certify δ at, or ``None``.
+        delta: The δ to find ε for, or ``None``.
+        delta_at: The certified δ at an ε.
+        epsilon_at: The ε at a target δ, with the certified δ there.
+
+    Returns:
+        (ε, target δ, certified δ); at a given ε the target is the certified δ.
+
+    Raises:
+        InvalidParameterError: Unless exactly one of ``epsilon`` and ``delta``
+            is given, or if it is out of range.
+    """
+    if (epsilon is None) == (delta is None):
+        raise InvalidParameterError(
+            "give exactly one of epsilon (to get the certified delta there) or delta "
+            f"(to get the epsilon it allows); got epsilon={epsilon!r}, delta={delta!r}"
+        )
+    if epsilon is not None:
+        epsilon = check_epsilon(epsilon)
+        certified = delta_at(epsilon)
+        return epsilon, certified, certified
+    target = check_delta(delta)
+    epsilon, certified = epsilon_at(target)
+    return epsilon, target, certified

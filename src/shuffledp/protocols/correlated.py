@@ -40,7 +40,6 @@ from shuffledp._rng import SeedLike
 from shuffledp._validation import (
     DataError,
     InvalidParameterError,
-    check_delta,
     check_epsilon,
     check_int,
 )
@@ -63,8 +62,16 @@ from shuffledp.accounting.correlated_paper import (
 )
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.messages import MessageBatch, ShuffledBatch
-from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
-from shuffledp.protocols.base import DomainSpec, IntArray, ShuffleProtocol, resolve_domain
+from shuffledp.privacy import PrivacyReport
+from shuffledp.protocols.base import (
+    CalibratedProtocol,
+    DomainSpec,
+    IntArray,
+    certified_report,
+    check_size,
+    check_target,
+    fixed_guarantee,
+)
 from shuffledp.randomizers.correlated import CorrelatedRandomizer
 
 __all__ = [
@@ -242,13 +249,10 @@ class CorrelatedCalibration:
 
     def privacy_report(self) -> PrivacyReport:
         """Return the certified guarantee of one execution."""
-        return PrivacyReport(
-            guarantee=ApproxDP(self.epsilon, self.delta),
-            method=CORRELATED_PRIVACY_METHOD,
-            bound=BoundKind.UPPER,
-            n=self.n,
+        return certified_report(
+            self,
+            CORRELATED_PRIVACY_METHOD,
             neighbouring=_RELATIONS[self.neighbours],
-            lower_bound_delta=self.delta_lower,
             parameters={
                 "a": self.a,
                 "alpha": self.alpha,
@@ -376,10 +380,7 @@ def calibrate_correlated(
         InvalidParameterError: On a bad parameter, or if the slack leaves no
             budget for a flooding that reaches δ.
     """
-    n = check_int(n, "n", minimum=1)
-    d = check_int(domain_size, "domain_size", minimum=2)
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
+    n, d, epsilon, delta = check_target(n, domain_size, epsilon, delta)
     slack = check_epsilon(slack, "slack")
     neighbours = _check_neighbours(neighbours)
     m = resolve_min_honest(min_honest, n)
@@ -440,24 +441,17 @@ def correlated_parameters(
             ``epsilon`` and ``delta`` is given, or if the noise certifies nothing
             (δ = 1 at ε, or no ε up to 50 at δ).
     """
-    n = check_int(n, "n", minimum=1)
-    d = check_int(domain_size, "domain_size", minimum=2)
+    n, d = check_size(n, domain_size)
     neighbours = _check_neighbours(neighbours)
     m = resolve_min_honest(min_honest, n)
     noise = CorrelatedNoise.from_a(a, r, q)
     _check_flood_size(noise, f"a={a:g}, r={r:g}, q={q:g}")
-    if (epsilon is None) == (delta is None):
-        raise InvalidParameterError(
-            "give exactly one of epsilon (to get the certified delta there) or delta "
-            f"(to get the epsilon it allows); got epsilon={epsilon!r}, delta={delta!r}"
-        )
-    if epsilon is not None:
-        epsilon = check_epsilon(epsilon)
-        certified = correlated_delta(epsilon, noise, neighbours=neighbours)
-        target = certified
-    else:
-        target = check_delta(delta)
-        epsilon, certified = correlated_epsilon(target, noise, neighbours=neighbours)
+    epsilon, target, certified = fixed_guarantee(
+        epsilon,
+        delta,
+        delta_at=lambda e: correlated_delta(e, noise, neighbours=neighbours),
+        epsilon_at=lambda t: correlated_epsilon(t, noise, neighbours=neighbours),
+    )
     if not certified < 1.0:
         raise InvalidParameterError(
             f"a={a:g}, r={r:g}, q={q:g} certify nothing at epsilon={epsilon:g} (delta = 1); "
@@ -486,8 +480,7 @@ def paper_correlated_calibration(
         InvalidParameterError: On a bad parameter, or if the rule's noise is not
             certified at (ε, δ) by the exact accountant.
     """
-    n = check_int(n, "n", minimum=1)
-    d = check_int(domain_size, "domain_size", minimum=2)
+    n, d = check_size(n, domain_size)
     neighbours = _check_neighbours(neighbours)
     m = resolve_min_honest(min_honest, n)
     noise, _, _ = paper_flooding(epsilon, delta, gamma, neighbours=neighbours)
@@ -505,8 +498,12 @@ def paper_correlated_calibration(
     return calibration, rule
 
 
-class CorrelatedProtocol(ShuffleProtocol):
+class CorrelatedProtocol(CalibratedProtocol[CorrelatedCalibration, CorrelatedRandomizer]):
     """Signed messages with correlated noise, with its exact privacy report.
+
+    The count path draws (N⁺_j, N⁻_j) from their exact law; every message adds
+    one to one of the 2d counts. The privacy report is certified at
+    ``min_honest`` honest users.
 
     Args:
         calibration: From :func:`calibrate_correlated`, :func:`correlated_parameters`
@@ -523,15 +520,7 @@ class CorrelatedProtocol(ShuffleProtocol):
             raise InvalidParameterError(
                 f"calibration must be a CorrelatedCalibration, got {type(calibration).__name__}"
             )
-        self.calibration = calibration
-        self.n = calibration.n
-        self.domain_size = calibration.domain_size
-        if labels is not None:
-            size, self.labels = resolve_domain(labels, "labels")
-            if size != calibration.domain_size:
-                raise InvalidParameterError(
-                    f"labels has {size} entries, the calibration {calibration.domain_size} bins"
-                )
+        super().__init__(calibration, labels=labels)
         self.randomizer = CorrelatedRandomizer(
             calibration.domain_size, calibration.noise, calibration.min_honest
         )
@@ -560,11 +549,12 @@ class CorrelatedProtocol(ShuffleProtocol):
                 fraction of n in (0, 1], or ``None`` for all n.
             neighbours: ``"replacement"`` or ``"add-remove"``.
         """
-        d, labels = resolve_domain(domain)
-        calibration = calibrate_correlated(
-            n, d, epsilon, delta, slack=slack, min_honest=min_honest, neighbours=neighbours
+        return cls._on_domain(
+            domain,
+            lambda d: calibrate_correlated(
+                n, d, epsilon, delta, slack=slack, min_honest=min_honest, neighbours=neighbours
+            ),
         )
-        return cls(calibration, labels=labels)
 
     @classmethod
     def from_parameters(
@@ -585,19 +575,20 @@ class CorrelatedProtocol(ShuffleProtocol):
         Exactly one of ``epsilon`` (report the certified δ there) and ``delta``
         (report the smallest certified ε at that δ) is needed.
         """
-        d, labels = resolve_domain(domain)
-        calibration = correlated_parameters(
-            a=a,
-            r=r,
-            q=q,
-            n=n,
-            domain_size=d,
-            epsilon=epsilon,
-            delta=delta,
-            min_honest=min_honest,
-            neighbours=neighbours,
+        return cls._on_domain(
+            domain,
+            lambda d: correlated_parameters(
+                a=a,
+                r=r,
+                q=q,
+                n=n,
+                domain_size=d,
+                epsilon=epsilon,
+                delta=delta,
+                min_honest=min_honest,
+                neighbours=neighbours,
+            ),
         )
-        return cls(calibration, labels=labels)
 
     def randomize(self, values: IntArray, seed: SeedLike = None) -> MessageBatch:
         """Every user's value message and noise shares (sparse cluster sampling)."""
@@ -606,10 +597,6 @@ class CorrelatedProtocol(ShuffleProtocol):
     def statistic_from_messages(self, shuffled: ShuffledBatch) -> IntArray:
         """(N⁺_j, N⁻_j): row 0 counts the (j, +1) messages, row 1 the (j, −1)."""
         return self.randomizer.message_counts(shuffled.payload)
-
-    def sample_statistic(self, histogram: IntArray, seed: SeedLike = None) -> IntArray:
-        """(N⁺_j, N⁻_j) drawn from their exact law (count-level path)."""
-        return self.randomizer.sample_counts(histogram, seed)
 
     def estimate(
         self, statistic: IntArray, domain: Sequence[str] | None = None
@@ -636,14 +623,6 @@ class CorrelatedProtocol(ShuffleProtocol):
             estimator=CORRELATED_ESTIMATOR,
             unbiased=True,
         )
-
-    def privacy_report(self) -> PrivacyReport:
-        """The certified (ε, δ) of the calibration, at ``min_honest`` honest users."""
-        return self.calibration.privacy_report()
-
-    def messages_in(self, statistic: IntArray) -> int:
-        """Every message adds one to one of the 2d counts."""
-        return int(np.sum(statistic))
 
     def parameters(self) -> dict[str, Any]:
         """a, α, r, q, m, the neighbouring relation and the calibration method."""

@@ -17,13 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-import numpy as np
-
 from shuffledp._rng import SeedLike
 from shuffledp._validation import (
     InvalidParameterError,
-    check_delta,
-    check_epsilon,
     check_flip_probability,
     check_int,
 )
@@ -44,8 +40,16 @@ from shuffledp.analyzers.error import expected_max_abs_normal
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.analyzers.flip_debias import FlipAnalyzer, flip_count_stderr
 from shuffledp.messages import MessageBatch, ShuffledBatch
-from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
-from shuffledp.protocols.base import DomainSpec, IntArray, ShuffleProtocol, resolve_domain
+from shuffledp.privacy import PrivacyReport
+from shuffledp.protocols.base import (
+    CalibratedProtocol,
+    DomainSpec,
+    IntArray,
+    certified_report,
+    check_size,
+    check_target,
+    fixed_guarantee,
+)
 from shuffledp.randomizers.bitflip import FlipRandomizer
 
 __all__ = [
@@ -127,12 +131,9 @@ class FlipCalibration:
 
     def privacy_report(self) -> PrivacyReport:
         """Return the certified guarantee of one execution."""
-        return PrivacyReport(
-            guarantee=ApproxDP(self.epsilon, self.delta),
-            method=FLIP_PRIVACY_METHOD,
-            bound=BoundKind.UPPER,
-            n=self.n,
-            lower_bound_delta=self.delta_lower,
+        return certified_report(
+            self,
+            FLIP_PRIVACY_METHOD,
             parameters={"q": self.q, "k": self.fake_users, "calibration": self.method},
             notes=(
                 "exact hockey-stick divergence of the two bin counts a moving user "
@@ -186,10 +187,7 @@ def calibrate_flip(
         InvalidParameterError: On a bad parameter, or if the paper's q were not
             certified by the exact accountant (never observed; guarded anyway).
     """
-    n = check_int(n, "n", minimum=1)
-    d = check_int(domain_size, "domain_size", minimum=2)
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
+    n, d, epsilon, delta = check_target(n, domain_size, epsilon, delta)
     if method not in CALIBRATION_METHODS:
         raise InvalidParameterError(f"calibration must be 'exact' or 'paper', got {method!r}")
     notes: list[str] = []
@@ -267,23 +265,17 @@ def flip_parameters(
         InvalidParameterError: On a bad parameter, or unless exactly one of
             ``epsilon`` and ``delta`` is given.
     """
-    n = check_int(n, "n", minimum=1)
-    d = check_int(domain_size, "domain_size", minimum=2)
+    n, d = check_size(n, domain_size)
     k = check_int(fake_users, "fake_users", minimum=0)
     q = check_flip_probability(q)
-    if (epsilon is None) == (delta is None):
-        raise InvalidParameterError(
-            "give exactly one of epsilon (to get the certified delta there) or delta "
-            f"(to get the epsilon it allows); got epsilon={epsilon!r}, delta={delta!r}"
-        )
-    if epsilon is not None:
-        epsilon = check_epsilon(epsilon)
-        certified = flip_delta(epsilon, q, k, n)
-        target = certified
-    else:
-        target = check_delta(delta)
-        epsilon = flip_epsilon(target, q, k, n)
-        certified = flip_delta(epsilon, q, k, n)
+
+    def epsilon_at(target: float) -> tuple[float, float]:
+        found = flip_epsilon(target, q, k, n)
+        return found, flip_delta(found, q, k, n)
+
+    epsilon, target, certified = fixed_guarantee(
+        epsilon, delta, delta_at=lambda e: flip_delta(e, q, k, n), epsilon_at=epsilon_at
+    )
     if not certified < 1.0:
         raise InvalidParameterError(
             f"q={q:g} with k={k} fake users certifies nothing useful at epsilon={epsilon:g} "
@@ -292,8 +284,11 @@ def flip_parameters(
     return _calibration(FIXED_PARAMETERS, n, d, epsilon, target, q, k, certified, ())
 
 
-class FlipProtocol(ShuffleProtocol):
+class FlipProtocol(CalibratedProtocol[FlipCalibration, FlipRandomizer]):
     """P_FLIP = (R_FLIP, A_FLIP) with its exact privacy report.
+
+    The count path draws the messages per bin from their exact binomial law;
+    every message sets exactly one bin.
 
     Args:
         calibration: Parameters from :func:`calibrate_flip` or :func:`flip_parameters`.
@@ -305,15 +300,7 @@ class FlipProtocol(ShuffleProtocol):
     def __init__(
         self, calibration: FlipCalibration, *, labels: Sequence[str] | None = None
     ) -> None:
-        self.calibration = calibration
-        self.n = calibration.n
-        self.domain_size = calibration.domain_size
-        if labels is not None:
-            size, self.labels = resolve_domain(labels, "labels")
-            if size != calibration.domain_size:
-                raise InvalidParameterError(
-                    f"labels has {size} entries, the calibration {calibration.domain_size} bins"
-                )
+        super().__init__(calibration, labels=labels)
         self.randomizer = FlipRandomizer(
             calibration.domain_size, calibration.q, calibration.fake_users
         )
@@ -343,10 +330,11 @@ class FlipProtocol(ShuffleProtocol):
             fake_users: k (see :func:`calibrate_flip`).
             calibration: ``"exact"`` or ``"paper"``.
         """
-        d, labels = resolve_domain(domain)
-        return cls(
-            calibrate_flip(n, d, epsilon, delta, fake_users=fake_users, method=calibration),
-            labels=labels,
+        return cls._on_domain(
+            domain,
+            lambda d: calibrate_flip(
+                n, d, epsilon, delta, fake_users=fake_users, method=calibration
+            ),
         )
 
     @classmethod
@@ -369,11 +357,12 @@ class FlipProtocol(ShuffleProtocol):
         >>> FlipProtocol.from_parameters(q=0.001, fake_users=100, n=10_000,
         ...                               domain=["a", "b", "c"], delta=1e-6).privacy_report()
         """
-        d, labels = resolve_domain(domain)
-        calibration = flip_parameters(
-            q=q, fake_users=fake_users, n=n, domain_size=d, epsilon=epsilon, delta=delta
+        return cls._on_domain(
+            domain,
+            lambda d: flip_parameters(
+                q=q, fake_users=fake_users, n=n, domain_size=d, epsilon=epsilon, delta=delta
+            ),
         )
-        return cls(calibration, labels=labels)
 
     def randomize(self, values: IntArray, seed: SeedLike = None) -> MessageBatch:
         """Alg. 1 for every user (sparse sampling)."""
@@ -383,23 +372,11 @@ class FlipProtocol(ShuffleProtocol):
         """Messages per bin."""
         return self.analyzer.count_messages(shuffled.payload)
 
-    def sample_statistic(self, histogram: IntArray, seed: SeedLike = None) -> IntArray:
-        """Messages per bin drawn from their exact binomial law."""
-        return self.randomizer.sample_counts(histogram, seed)
-
     def estimate(
         self, statistic: IntArray, domain: Sequence[str] | None = None
     ) -> HistogramEstimate:
         """Alg. 3 (in counts)."""
         return self.analyzer.estimate(statistic, domain)
-
-    def privacy_report(self) -> PrivacyReport:
-        """The certified (ε, δ) of the calibration."""
-        return self.calibration.privacy_report()
-
-    def messages_in(self, statistic: IntArray) -> int:
-        """Every message sets exactly one bin, so the counts sum to the messages."""
-        return int(np.sum(statistic))
 
     def parameters(self) -> dict[str, Any]:
         """q, k and the calibration method."""

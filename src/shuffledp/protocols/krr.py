@@ -21,15 +21,23 @@ from typing import Any, ClassVar
 import numpy as np
 
 from shuffledp._rng import SeedLike
-from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
+from shuffledp._validation import InvalidParameterError, check_epsilon
 from shuffledp.accounting.api import amplified_epsilon, calibrate
 from shuffledp.accounting.krr import krr_delta, krr_delta_lower_bound, krr_probabilities
 from shuffledp.analyzers.error import expected_max_abs_normal
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.analyzers.krr_estimators import KRREstimator, estimate_krr, inversion_variance
 from shuffledp.messages import MessageBatch, ShuffledBatch
-from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
-from shuffledp.protocols.base import DomainSpec, IntArray, ShuffleProtocol, resolve_domain
+from shuffledp.privacy import PrivacyReport
+from shuffledp.protocols.base import (
+    CalibratedProtocol,
+    DomainSpec,
+    IntArray,
+    certified_report,
+    check_size,
+    check_target,
+    fixed_guarantee,
+)
 from shuffledp.randomizers.krr import KRRRandomizer
 
 __all__ = [
@@ -80,12 +88,9 @@ class KRRCalibration:
 
     def privacy_report(self) -> PrivacyReport:
         """Return the certified guarantee of one execution."""
-        return PrivacyReport(
-            guarantee=ApproxDP(self.epsilon, self.delta),
-            method=KRR_PRIVACY_METHOD,
-            bound=BoundKind.UPPER,
-            n=self.n,
-            lower_bound_delta=self.delta_lower,
+        return certified_report(
+            self,
+            KRR_PRIVACY_METHOD,
             parameters={"epsilon0": self.epsilon0, "k": self.domain_size},
             notes=(
                 "exact divergence of the k-RR blanket (uniform part of every other "
@@ -136,10 +141,7 @@ def calibrate_krr(
     Raises:
         InvalidParameterError: If no ε₀ > 0 meets the target, or the given ε₀ does not.
     """
-    n = check_int(n, "n", minimum=1)
-    k = check_int(domain_size, "domain_size", minimum=2)
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
+    n, k, epsilon, delta = check_target(n, domain_size, epsilon, delta)
     notes: list[str] = []
     if epsilon0 is None:
         # The accountant's calibration with the k-RR certificate (krr-blanket).
@@ -207,30 +209,27 @@ def krr_parameters(
         InvalidParameterError: On a bad parameter, or unless exactly one of
             ``epsilon`` and ``delta`` is given.
     """
-    n = check_int(n, "n", minimum=1)
-    k = check_int(domain_size, "domain_size", minimum=2)
+    n, k = check_size(n, domain_size)
     e0 = check_epsilon(epsilon0, "epsilon0")
-    if (epsilon is None) == (delta is None):
-        raise InvalidParameterError(
-            "give exactly one of epsilon (to get the certified delta there) or delta "
-            f"(to get the epsilon it allows); got epsilon={epsilon!r}, delta={delta!r}"
-        )
-    if epsilon is not None:
-        epsilon = check_epsilon(epsilon)
-        certified = krr_delta(epsilon, e0, k, n)
-        target = certified
-    else:
-        target = check_delta(delta)
+
+    def epsilon_at(target: float) -> tuple[float, float]:
         found = amplified_epsilon(
             target, n=n, mechanism="krr", method="krr-blanket", epsilon0=e0, k=k
         ).epsilon
-        epsilon = e0 if found is None else min(found, e0)
-        certified = krr_delta(epsilon, e0, k, n)
+        at = e0 if found is None else min(found, e0)
+        return at, krr_delta(at, e0, k, n)
+
+    epsilon, target, certified = fixed_guarantee(
+        epsilon, delta, delta_at=lambda e: krr_delta(e, e0, k, n), epsilon_at=epsilon_at
+    )
     return _calibration(n, k, epsilon, target, e0, certified, "fixed", ())
 
 
-class KRRProtocol(ShuffleProtocol):
+class KRRProtocol(CalibratedProtocol[KRRCalibration, KRRRandomizer]):
     """Shuffled k-RR with a chosen estimator.
+
+    One report per user: the count path draws the histogram of reports from
+    its exact law.
 
     Args:
         calibration: From :func:`calibrate_krr`.
@@ -239,6 +238,7 @@ class KRRProtocol(ShuffleProtocol):
     """
 
     name: ClassVar[str] = "krr"
+    domain_unit: ClassVar[str] = "values"
 
     def __init__(
         self,
@@ -247,15 +247,7 @@ class KRRProtocol(ShuffleProtocol):
         estimator: KRREstimator = "inversion",
         labels: Sequence[str] | None = None,
     ) -> None:
-        self.calibration = calibration
-        self.n = calibration.n
-        self.domain_size = calibration.domain_size
-        if labels is not None:
-            size, self.labels = resolve_domain(labels, "labels")
-            if size != calibration.domain_size:
-                raise InvalidParameterError(
-                    f"labels has {size} entries, the calibration {calibration.domain_size} values"
-                )
+        super().__init__(calibration, labels=labels)
         self.estimator = estimator
         self.randomizer = KRRRandomizer(calibration.domain_size, calibration.epsilon0)
 
@@ -281,11 +273,10 @@ class KRRProtocol(ShuffleProtocol):
             epsilon0: A fixed ε₀ to certify instead of calibrating.
             estimator: See :class:`KRRProtocol`.
         """
-        k, labels = resolve_domain(domain)
-        return cls(
-            calibrate_krr(n, k, epsilon, delta, epsilon0=epsilon0),
+        return cls._on_domain(
+            domain,
+            lambda k: calibrate_krr(n, k, epsilon, delta, epsilon0=epsilon0),
             estimator=estimator,
-            labels=labels,
         )
 
     @classmethod
@@ -304,11 +295,13 @@ class KRRProtocol(ShuffleProtocol):
         Exactly one of ``epsilon`` (report the certified δ there) and ``delta``
         (report the smallest certified ε at that δ) is needed.
         """
-        k, labels = resolve_domain(domain)
-        calibration = krr_parameters(
-            epsilon0=epsilon0, n=n, domain_size=k, epsilon=epsilon, delta=delta
+        return cls._on_domain(
+            domain,
+            lambda k: krr_parameters(
+                epsilon0=epsilon0, n=n, domain_size=k, epsilon=epsilon, delta=delta
+            ),
+            estimator=estimator,
         )
-        return cls(calibration, estimator=estimator, labels=labels)
 
     def randomize(self, values: IntArray, seed: SeedLike = None) -> MessageBatch:
         """One k-RR report per user."""
@@ -321,10 +314,6 @@ class KRRProtocol(ShuffleProtocol):
             raise InvalidParameterError("a report is outside the domain")
         return np.bincount(payload, minlength=self.domain_size).astype(np.int64)
 
-    def sample_statistic(self, histogram: IntArray, seed: SeedLike = None) -> IntArray:
-        """The histogram of reports drawn from its exact law."""
-        return self.randomizer.sample_counts(histogram, seed)
-
     def estimate(
         self, statistic: IntArray, domain: Sequence[str] | None = None
     ) -> HistogramEstimate:
@@ -336,14 +325,6 @@ class KRRProtocol(ShuffleProtocol):
             estimator=self.estimator,
             domain=domain,
         )
-
-    def privacy_report(self) -> PrivacyReport:
-        """The certified (ε, δ)."""
-        return self.calibration.privacy_report()
-
-    def messages_in(self, statistic: IntArray) -> int:
-        """One message per user."""
-        return int(np.sum(statistic))
 
     def parameters(self) -> dict[str, Any]:
         """ε₀, k and the estimator."""
