@@ -1,0 +1,84 @@
+"""The release document of a run (schema ``release``): the JSON that a run publishes.
+
+:func:`run_to_dict` turns a protocol run and its :class:`ReleaseContext` (where
+the data and the domain came from, what the guarantee assumes and does not
+cover) into the JSON document; the protocol modules add their parameters.
+The FLIP, k-RR, correlated and augmented releases of ``run``, ``simulate``,
+``demo`` and the services (:mod:`shuffledp.service.release`) are built with it;
+``run segmented`` and ``run per-user`` build their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from shuffledp import __version__
+from shuffledp.schemas import schema_id
+
+if TYPE_CHECKING:
+    from shuffledp.privacy import PrivacyReport
+    from shuffledp.protocols.base import ProtocolRun
+
+__all__ = ["ReleaseContext", "run_to_dict"]
+
+
+@dataclass(frozen=True)
+class ReleaseContext:
+    """What a release states about where its data and domain came from.
+
+    Attributes:
+        domain_source: ``declared``, ``file``, ``builtin:NAME``, ``inferred-from-data``
+            or ``synthetic``.
+        assumptions: Statements the guarantee relies on.
+        not_covered: What the release shows outside the guarantee.
+        release_notes: Data-independent statements of the rules that adjusted the data.
+        seed: ``--seed`` when given (the release states it in ``parameters.seed``).
+    """
+
+    domain_source: str
+    assumptions: tuple[str, ...] = ()
+    not_covered: tuple[str, ...] = ()
+    release_notes: tuple[str, ...] = ()
+    seed: int | None = None
+
+
+def run_to_dict(
+    run: ProtocolRun,
+    context: ReleaseContext,
+    *,
+    target_delta: float,
+    calibration: str,
+    parameters: dict[str, Any],
+    notes: tuple[str, ...] = (),
+    expected_messages_per_user: float | None = None,
+    local_epsilon: float | None = None,
+) -> dict[str, Any]:
+    """Return the JSON result of a run (schema ``release``; see :mod:`shuffledp.schemas`)."""
+    report: PrivacyReport = run.privacy.with_context(
+        assumptions=context.assumptions, not_covered=context.not_covered
+    )
+    privacy = report.to_dict()
+    privacy["target_delta"] = target_delta
+    privacy["calibration"] = calibration
+    privacy["domain_covered"] = context.domain_source != "inferred-from-data"
+    if local_epsilon is not None:
+        privacy["local_epsilon"] = local_epsilon
+    out = {
+        "schema": schema_id("release"),
+        "protocol": run.protocol,
+        "shuffledp_version": __version__,
+        "n": run.estimate.n,
+        "domain": list(run.estimate.domain),
+        "domain_source": context.domain_source,
+        "path": run.path,
+        "estimate": run.estimate.to_dict(),
+        "privacy": privacy,
+        "parameters": parameters if context.seed is None else {**parameters, "seed": context.seed},
+        "messages": run.messages,
+        "messages_per_user": run.messages_per_user,
+        "notes": [*context.release_notes, *notes],
+    }
+    if expected_messages_per_user is not None:
+        out["expected_messages_per_user"] = expected_messages_per_user
+    return out
