@@ -9,14 +9,10 @@ from typing import TYPE_CHECKING, Any
 from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.cli._choices import AUGMENTED_CALIBRATIONS, AUGMENTED_VARIANTS
 from shuffledp.cli._common import checked, integer, number
-from shuffledp.cli.run._shared import (
-    ReleaseContext,
-    add_run_options,
-    finish_run,
-    load_input,
-    prepare_run,
-    run_to_dict,
-)
+from shuffledp.cli.run._input import load_input
+from shuffledp.cli.run._options import add_run_options, prepare_run
+from shuffledp.cli.run._output import finish_run
+from shuffledp.cli.run._release import ReleaseContext, run_to_dict
 from shuffledp.schemas import schema_id
 
 if TYPE_CHECKING:

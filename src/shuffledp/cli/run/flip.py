@@ -8,14 +8,10 @@ from typing import TYPE_CHECKING, Any
 from shuffledp._validation import check_int
 from shuffledp.cli._choices import FLIP_CALIBRATION_METHODS, FLIP_DEFAULT_FAKE_USERS
 from shuffledp.cli._common import checked, integer
-from shuffledp.cli.run._shared import (
-    ReleaseContext,
-    add_run_options,
-    finish_run,
-    load_input,
-    prepare_run,
-    run_to_dict,
-)
+from shuffledp.cli.run._input import load_input
+from shuffledp.cli.run._options import add_run_options, prepare_run
+from shuffledp.cli.run._output import finish_run
+from shuffledp.cli.run._release import ReleaseContext, run_to_dict
 
 if TYPE_CHECKING:
     from shuffledp.protocols.base import ProtocolRun

@@ -7,13 +7,10 @@ import argparse
 from shuffledp._validation import check_epsilon
 from shuffledp.cli._choices import KRR_ESTIMATORS
 from shuffledp.cli._common import checked, number
-from shuffledp.cli.run._shared import (
-    add_run_options,
-    finish_run,
-    load_input,
-    prepare_run,
-    run_to_dict,
-)
+from shuffledp.cli.run._input import load_input
+from shuffledp.cli.run._options import add_run_options, prepare_run
+from shuffledp.cli.run._output import finish_run
+from shuffledp.cli.run._release import run_to_dict
 
 NAME = "krr"
 HELP = "k-randomized response, one message per user"

@@ -35,13 +35,10 @@ from shuffledp.cli._choices import (
     PER_USER_WEIGHTINGS,
 )
 from shuffledp.cli._common import checked, integer, number, writable, write_atomically
-from shuffledp.cli.run._shared import (
-    add_csv_arguments,
-    add_domain_sources,
-    check_distinct_paths,
-    csv_options,
-    declared_domain,
-)
+from shuffledp.cli.run._domain import add_domain_sources, declared_domain
+from shuffledp.cli.run._input import csv_options
+from shuffledp.cli.run._options import add_csv_arguments
+from shuffledp.cli.run._paths import check_distinct_paths
 from shuffledp.schemas import schema_id
 
 if TYPE_CHECKING:

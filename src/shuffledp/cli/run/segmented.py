@@ -30,15 +30,11 @@ from shuffledp.cli._choices import (
     SEGMENTED_VARIANTS,
 )
 from shuffledp.cli._common import checked, integer, number
-from shuffledp.cli.run._shared import (
-    add_csv_arguments,
-    add_domain_sources,
-    add_execution_arguments,
-    csv_options,
-    declared_domain,
-    output_and_plot_paths,
-    write_release,
-)
+from shuffledp.cli.run._domain import add_domain_sources, declared_domain
+from shuffledp.cli.run._input import csv_options
+from shuffledp.cli.run._options import add_csv_arguments, add_execution_arguments
+from shuffledp.cli.run._output import write_release
+from shuffledp.cli.run._paths import output_and_plot_paths
 from shuffledp.schemas import schema_id
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from shuffledp._validation import (
     check_int,
 )
 from shuffledp.cli._common import checked, integer, number, writable, write_atomically
-from shuffledp.cli.run._shared import ReleaseContext
+from shuffledp.cli.run._release import ReleaseContext
 from shuffledp.data.domains import builtin_domain, builtin_domain_names, parse_domain
 from shuffledp.schemas import schema_id
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from shuffledp.cli.run._shared import ReleaseContext
+from shuffledp.cli.run._release import ReleaseContext
 from shuffledp.cli.run.flip import add_flip_arguments, fake_users_option, flip_run_to_dict
 from shuffledp.cli.simulate._shared import (
     add_simulate_options,
