@@ -13,7 +13,7 @@ import json
 from shuffledp._files import make_output_dir
 from shuffledp._validation import check_delta, check_epsilon, check_int
 from shuffledp.cli._common import checked, existing_dir_or_new, integer, number, write_atomically
-from shuffledp.cli.run._shared import ReleaseContext
+from shuffledp.cli.run._release import ReleaseContext
 from shuffledp.cli.run.flip import flip_run_to_dict
 from shuffledp.schemas import schema_id
 

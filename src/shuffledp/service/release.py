@@ -36,7 +36,7 @@ import numpy as np
 
 from shuffledp._validation import ShuffleDPError
 from shuffledp.analyzers.augmented import AugmentedAnalyzer
-from shuffledp.cli.run._shared import ReleaseContext, run_to_dict
+from shuffledp.cli.run._release import ReleaseContext, run_to_dict
 from shuffledp.cli.run.augmented import augmented_run_to_dict
 from shuffledp.cli.run.correlated import correlated_run_to_dict
 from shuffledp.cli.run.flip import flip_run_to_dict
