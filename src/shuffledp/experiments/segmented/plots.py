@@ -12,6 +12,9 @@
   join only the grid points inside one interval (k, k + 1); every integer m
   in the grid's range (computed for this figure when the grid lacks it) is a
   point of its own, because λ jumps there (γ = 1).
+
+Imports nothing else of this package: it draws from the rows and the summary
+it is given.
 """
 
 from __future__ import annotations
