@@ -24,8 +24,9 @@ from functools import partial
 from typing import Any
 
 from shuffledp._progress import progress
-from shuffledp.accounting import _binomial, amplified_epsilon, delta, methods_for, two_counts
-from shuffledp.accounting.calibration import calibrate_flip_q
+from shuffledp.accounting import amplified_epsilon, delta, methods_for
+from shuffledp.accounting.certificates.flip import calibrate_flip_q
+from shuffledp.accounting.numerics import binomial, two_counts
 
 
 def _params(kind: str, n: int) -> dict[str, Any]:
@@ -46,7 +47,7 @@ def _params(kind: str, n: int) -> dict[str, Any]:
 
 
 def _cold() -> None:
-    _binomial.binomial_window.cache_clear()
+    binomial.binomial_window.cache_clear()
     two_counts._pair_lines.cache_clear()
 
 

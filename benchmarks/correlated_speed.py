@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from shuffledp.accounting.correlated_paper import paper_correlated_noise
+from shuffledp.accounting.reproductions.correlated_paper import paper_correlated_noise
 from shuffledp.data.synthetic import zipf_histogram, zipf_values
 from shuffledp.protocols.correlated import CorrelatedProtocol, calibrate_correlated
 from shuffledp.shuffler.uniform import UniformShuffler

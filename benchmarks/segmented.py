@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from shuffledp.accounting.segmented import DEFAULT_BLANKET_GRID, optimize_parameters
+from shuffledp.accounting.segmented_parameters import DEFAULT_BLANKET_GRID, optimize_parameters
 from shuffledp.protocols.segmented import SegmentedProtocol, largest_remainder
 
 LEVELS = (0.5, 1.0, 2.0)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from shuffledp.accounting.per_user import per_user_epsilons
+from shuffledp.accounting.per_user_epsilons import per_user_epsilons
 from shuffledp.data.movielens import load_movielens_genres
 from shuffledp.protocols import PerUserHistograms
 

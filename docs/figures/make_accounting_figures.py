@@ -25,8 +25,8 @@ from _common import figures_dir
 
 from shuffledp._progress import progress
 from shuffledp.accounting import amplified_epsilon
-from shuffledp.accounting.biswas import biswas2023_delta
-from shuffledp.accounting.krr import krr_delta, krr_delta_lower_bound
+from shuffledp.accounting.certificates.krr import krr_delta, krr_delta_lower_bound
+from shuffledp.accounting.reproductions.biswas import biswas2023_delta
 from shuffledp.plotting import legend_outside, require_matplotlib, save_readable
 from shuffledp.privacy import BoundKind
 

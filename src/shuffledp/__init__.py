@@ -15,18 +15,22 @@ from shuffledp._validation import DataError, InvalidParameterError, ShuffleDPErr
 
 if TYPE_CHECKING:
     from shuffledp._rng import child_seeds, make_rng
-    from shuffledp.accounting.augmented import augmented_delta
     from shuffledp.accounting.calibration import calibrate_flip_q
-    from shuffledp.accounting.compose import compose, populations_from_json, reports_from_json
-    from shuffledp.accounting.correlated import correlated_delta
-    from shuffledp.accounting.flip import (
+    from shuffledp.accounting.certificates.augmented import augmented_delta
+    from shuffledp.accounting.certificates.correlated import correlated_delta
+    from shuffledp.accounting.certificates.flip import (
         flip_delta,
         flip_delta_for_pair,
         flip_delta_lower_bound,
         flip_epsilon,
         flip_local_epsilon,
     )
-    from shuffledp.accounting.flip_paper import (
+    from shuffledp.accounting.composition.compose import (
+        compose,
+        populations_from_json,
+        reports_from_json,
+    )
+    from shuffledp.accounting.reproductions.flip_paper import (
         paper_error_bound,
         paper_flip_q,
         paper_min_fake_users,
@@ -124,7 +128,7 @@ __all__ = [
 #: so the command line's start-up) does not load numpy, scipy or the accountant.
 _LAZY: dict[str, str] = {
     "ApproxDP": "shuffledp.privacy",
-    "augmented_delta": "shuffledp.accounting.augmented",
+    "augmented_delta": "shuffledp.accounting.certificates.augmented",
     "AugmentedCalibration": "shuffledp.protocols",
     "AugmentedProtocol": "shuffledp.protocols",
     "BoundKind": "shuffledp.privacy",
@@ -134,19 +138,19 @@ _LAZY: dict[str, str] = {
     "calibrate_flip_q": "shuffledp.accounting.calibration",
     "calibrate_krr": "shuffledp.protocols",
     "child_seeds": "shuffledp._rng",
-    "compose": "shuffledp.accounting.compose",
-    "correlated_delta": "shuffledp.accounting.correlated",
+    "compose": "shuffledp.accounting.composition.compose",
+    "correlated_delta": "shuffledp.accounting.certificates.correlated",
     "CorrelatedCalibration": "shuffledp.protocols",
     "CorrelatedProtocol": "shuffledp.protocols",
     "default_fake_users": "shuffledp.protocols",
     "encode_values": "shuffledp.data.encoding",
     "EncodedColumn": "shuffledp.data.encoding",
     "expected_max_abs_normal": "shuffledp.analyzers",
-    "flip_delta": "shuffledp.accounting.flip",
-    "flip_delta_for_pair": "shuffledp.accounting.flip",
-    "flip_delta_lower_bound": "shuffledp.accounting.flip",
-    "flip_epsilon": "shuffledp.accounting.flip",
-    "flip_local_epsilon": "shuffledp.accounting.flip",
+    "flip_delta": "shuffledp.accounting.certificates.flip",
+    "flip_delta_for_pair": "shuffledp.accounting.certificates.flip",
+    "flip_delta_lower_bound": "shuffledp.accounting.certificates.flip",
+    "flip_epsilon": "shuffledp.accounting.certificates.flip",
+    "flip_local_epsilon": "shuffledp.accounting.certificates.flip",
     "FlipAnalyzer": "shuffledp.analyzers",
     "FlipCalibration": "shuffledp.protocols",
     "FlipProtocol": "shuffledp.protocols",
@@ -157,13 +161,13 @@ _LAZY: dict[str, str] = {
     "KRRRandomizer": "shuffledp.randomizers",
     "make_rng": "shuffledp._rng",
     "MessageBatch": "shuffledp.messages",
-    "paper_error_bound": "shuffledp.accounting.flip_paper",
-    "paper_flip_q": "shuffledp.accounting.flip_paper",
-    "paper_min_fake_users": "shuffledp.accounting.flip_paper",
+    "paper_error_bound": "shuffledp.accounting.reproductions.flip_paper",
+    "paper_flip_q": "shuffledp.accounting.reproductions.flip_paper",
+    "paper_min_fake_users": "shuffledp.accounting.reproductions.flip_paper",
     "PrivacyReport": "shuffledp.privacy",
     "ProtocolRun": "shuffledp.protocols",
-    "populations_from_json": "shuffledp.accounting.compose",
-    "reports_from_json": "shuffledp.accounting.compose",
+    "populations_from_json": "shuffledp.accounting.composition.compose",
+    "reports_from_json": "shuffledp.accounting.composition.compose",
     "secure_permutation": "shuffledp.shuffler",
     "ShuffledBatch": "shuffledp.messages",
     "ShuffleProtocol": "shuffledp.protocols",

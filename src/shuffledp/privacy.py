@@ -120,15 +120,23 @@ class PrivacyReport:
         epsilon: float | None = None,
         same_users: bool = False,
     ) -> PrivacyReport:
-        """Return the guarantee of this release together with ``others`` on the same users.
+        """Deprecated: use :func:`shuffledp.compose` (``shuffledp.compose(report, *others)``).
 
-        See :func:`shuffledp.accounting.compose.compose` (PLD composition of the
-        releases' dominating pairs, or basic composition when that is tighter;
-        releases of different n need ``same_users=True``).
+        The guarantee types do not depend on the accountant; this method only
+        forwards to the package's one composition entry point and will be
+        removed in 0.4.
         """
-        from shuffledp.accounting.compose import compose
+        import warnings
 
-        return compose(self, *others, delta=delta, epsilon=epsilon, same_users=same_users)
+        import shuffledp
+
+        warnings.warn(
+            "PrivacyReport.compose is deprecated and will be removed in shuffledp 0.4; "
+            "use shuffledp.compose(report, *others)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return shuffledp.compose(self, *others, delta=delta, epsilon=epsilon, same_users=same_users)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dictionary."""

@@ -23,7 +23,7 @@ from _deploy import DOMAIN, stored_counts, stored_payloads, wait_until
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from shuffledp.accounting.augmented import augmented_delta
+from shuffledp.accounting.certificates.augmented import augmented_delta
 from shuffledp.schemas import schema_id, validate
 from shuffledp.service._testhooks import KILL_ENV
 from shuffledp.service.disk_audit import read_files

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from _deploy import DOMAIN, expected_counts, stored_counts, wait_until
 
-from shuffledp.accounting.correlated import (
+from shuffledp.accounting.certificates.correlated import (
     CorrelatedNoise,
     correlated_delta,
     generic_bin_delta,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from shuffledp.accounting.augmented import SBinLaw, s1geo_law, sageo_law
+from shuffledp.accounting.certificates.augmented import SBinLaw, s1geo_law, sageo_law
 from shuffledp.service.augment import DummyAugmenter, SecureUniforms, secure_dummy_counts
 from shuffledp.service.client import Client
 from shuffledp.service.task import TaskError, create_task

@@ -9,8 +9,13 @@ import numpy as np
 import pytest
 from scipy.stats import nbinom
 
-from shuffledp.accounting.augmented import SAGeoLaw, SBinLaw, augmented_delta, sageo_law
-from shuffledp.accounting.correlated import CorrelatedNoise, correlated_delta
+from shuffledp.accounting.certificates.augmented import (
+    SAGeoLaw,
+    SBinLaw,
+    augmented_delta,
+    sageo_law,
+)
+from shuffledp.accounting.certificates.correlated import CorrelatedNoise, correlated_delta
 from shuffledp.cli import main
 from shuffledp.protocols.correlated import calibrate_correlated
 from shuffledp.schemas import validate

@@ -18,7 +18,7 @@ import pytest
 from numpy.typing import NDArray
 from scipy import stats
 
-from shuffledp.accounting.correlated import CorrelatedNoise
+from shuffledp.accounting.certificates.correlated import CorrelatedNoise
 from shuffledp.protocols.correlated import CorrelatedProtocol
 from shuffledp.randomizers.correlated import (
     CorrelatedRandomizer,

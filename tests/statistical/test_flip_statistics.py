@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from shuffledp.accounting.flip_paper import paper_error_bound
+from shuffledp.accounting.reproductions.flip_paper import paper_error_bound
 from shuffledp.analyzers import flip_count_stderr
 from shuffledp.protocols import FlipProtocol, calibrate_flip
 from shuffledp.randomizers import FlipRandomizer

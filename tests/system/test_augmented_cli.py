@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shuffledp.accounting.augmented import augmented_delta, sageo_law
+from shuffledp.accounting.certificates.augmented import augmented_delta, sageo_law
 from shuffledp.cli import main
 
 

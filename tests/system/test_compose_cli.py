@@ -2,7 +2,7 @@
 
 import json
 
-from shuffledp.accounting.compose import compose, reports_from_json
+from shuffledp.accounting.composition.compose import compose, reports_from_json
 from shuffledp.cli import main
 
 

@@ -21,9 +21,13 @@ import pytest
 
 import shuffledp
 from shuffledp._validation import InvalidParameterError
-from shuffledp.accounting.compose import compose, populations_from_json, reports_from_json
-from shuffledp.accounting.flip import flip_delta
-from shuffledp.accounting.krr import krr_delta
+from shuffledp.accounting.certificates.flip import flip_delta
+from shuffledp.accounting.certificates.krr import krr_delta
+from shuffledp.accounting.composition.compose import (
+    compose,
+    populations_from_json,
+    reports_from_json,
+)
 from shuffledp.cli import main
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 from shuffledp.schemas import validate

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from shuffledp._rng import SEEDED_NOT_COVERED
-from shuffledp.accounting.correlated import CorrelatedNoise, correlated_delta
+from shuffledp.accounting.certificates.correlated import CorrelatedNoise, correlated_delta
 from shuffledp.cli import main
 from shuffledp.schemas import schema_id, validate
 

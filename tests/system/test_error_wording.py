@@ -307,7 +307,11 @@ def test_dp_level_counts_need_their_target():
 def test_compose_releases_that_differ(csv, tmp_path, capsys):
     import json
 
-    from shuffledp.accounting.compose import compose, populations_from_json, reports_from_json
+    from shuffledp.accounting.composition.compose import (
+        compose,
+        populations_from_json,
+        reports_from_json,
+    )
 
     files = []
     for name, rows in (("a", 30), ("b", 40)):

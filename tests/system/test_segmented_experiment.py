@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import figure_checks
-from shuffledp.accounting.segmented import level_lower_bound
+from shuffledp.accounting.certificates.segmented import level_lower_bound
 from shuffledp.cli import main
 from shuffledp.experiments.segmented import FIELDS, whole_set_lower_delta
 from shuffledp.schemas import schema_id, validate

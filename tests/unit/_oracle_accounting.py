@@ -2,9 +2,9 @@
 
 ``poisson_delta_before`` sums the reduced view of the segmented paper's Lemma 2
 over two dimensions (the counts of x₀ and x₁, and the count of the other
-items) with :func:`shuffledp.accounting.iid_blanket.iid_blanket_delta`: a
+items) with :func:`shuffledp.accounting.numerics.iid_blanket.iid_blanket_delta`: a
 different decomposition from the accountant's mixture over the number of
-messages received (:func:`shuffledp.accounting.poisson.poisson_delta`), so the
+messages received (:func:`shuffledp.accounting.certificates.poisson.poisson_delta`), so the
 two check each other. (k-RR's certificate is checked against the unblocked
 mixture written from its definition, in ``test_blocked_sums.py``: an oracle
 that copied the accountant's code would check nothing.)
@@ -12,8 +12,8 @@ that copied the accountant's code would check nothing.)
 
 from __future__ import annotations
 
-from shuffledp.accounting.iid_blanket import IidBlanket, iid_blanket_delta
-from shuffledp.accounting.two_counts import Rounding
+from shuffledp.accounting.numerics.iid_blanket import IidBlanket, iid_blanket_delta
+from shuffledp.accounting.numerics.two_counts import Rounding
 
 
 def poisson_delta_before(

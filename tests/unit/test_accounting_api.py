@@ -4,7 +4,7 @@ import pytest
 
 from shuffledp._validation import InvalidParameterError
 from shuffledp.accounting import amplified_epsilon, calibrate, compare, delta
-from shuffledp.accounting.krr import krr_delta
+from shuffledp.accounting.certificates.krr import krr_delta
 from shuffledp.privacy import BoundKind
 
 

@@ -17,10 +17,10 @@ import pytest
 from scipy.stats import binom
 
 from shuffledp.accounting import amplified_epsilon, calibrate
-from shuffledp.accounting._binomial import DEFAULT_TAIL, binomial_window
-from shuffledp.accounting.krr import krr_delta, krr_delta_curve
-from shuffledp.accounting.poisson import poisson_delta, poisson_delta_curve
-from shuffledp.accounting.two_counts import (
+from shuffledp.accounting.certificates.krr import krr_delta, krr_delta_curve
+from shuffledp.accounting.certificates.poisson import poisson_delta, poisson_delta_curve
+from shuffledp.accounting.numerics.binomial import DEFAULT_TAIL, binomial_window
+from shuffledp.accounting.numerics.two_counts import (
     TwoCountPair,
     two_count_delta,
     two_count_delta_direct,

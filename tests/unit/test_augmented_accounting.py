@@ -19,7 +19,7 @@ import pytest
 from scipy import stats
 
 from shuffledp._validation import InvalidParameterError
-from shuffledp.accounting.augmented import (
+from shuffledp.accounting.certificates.augmented import (
     DESIGN_MARGIN,
     SAGeoLaw,
     SBinLaw,
@@ -28,12 +28,12 @@ from shuffledp.accounting.augmented import (
     calibrate_sageo_nu,
     calibrate_sbin_trials,
     minimum_beta,
-    paper_sageo_nu,
     s1geo_beta,
     s1geo_law,
     sageo_delta,
     sageo_law,
 )
+from shuffledp.accounting.reproductions.augmented_paper import paper_sageo_nu
 from shuffledp.randomizers.augmented import sample_dummies
 
 # ---------------------------------------------------------------------------- reference laws

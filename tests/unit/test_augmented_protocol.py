@@ -9,7 +9,7 @@ import pytest
 
 from shuffledp import ShuffleDPError
 from shuffledp._validation import DataError, InvalidParameterError
-from shuffledp.accounting.augmented import augmented_delta, sageo_law
+from shuffledp.accounting.certificates.augmented import augmented_delta, sageo_law
 from shuffledp.central import discrete_laplace_std
 from shuffledp.protocols.augmented import (
     AUGMENTED_PRIVACY_METHOD,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from shuffledp.accounting._binomial import binomial_pmf, binomial_window
+from shuffledp.accounting.numerics.binomial import binomial_pmf, binomial_window
 
 
 @pytest.mark.parametrize("p", [0.0, 1.0, 1e-12, 0.3, 0.5, 1.0 - 1e-9])

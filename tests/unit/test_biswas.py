@@ -6,8 +6,12 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from shuffledp.accounting.biswas import biswas2023_delta
-from shuffledp.accounting.krr import krr_delta, krr_delta_lower_bound, krr_marginal_delta
+from shuffledp.accounting.certificates.krr import (
+    krr_delta,
+    krr_delta_lower_bound,
+    krr_marginal_delta,
+)
+from shuffledp.accounting.reproductions.biswas import biswas2023_delta
 
 EPS = [0.1, 0.5, 1.0, 1.5]
 # (eps0, k, n, n_x0) -> printed row of Table 3 (Biswas, Jung & Palamidessi, FPS 2023).

@@ -14,18 +14,18 @@ from _oracle_accounting import poisson_delta_before
 from scipy.stats import binom
 
 from shuffledp.accounting import amplified_epsilon
-from shuffledp.accounting._binomial import binomial_window
-from shuffledp.accounting.hockey_stick import hockey_stick_both
-from shuffledp.accounting.krr import _accounted, krr_delta, krr_delta_curve
-from shuffledp.accounting.poisson import poisson_delta, poisson_delta_curve
-from shuffledp.accounting.two_counts import (
+from shuffledp.accounting.certificates.krr import _accounted, krr_delta, krr_delta_curve
+from shuffledp.accounting.certificates.poisson import poisson_delta, poisson_delta_curve
+from shuffledp.accounting.numerics.binomial import binomial_window
+from shuffledp.accounting.numerics.hockey_stick import hockey_stick_both
+from shuffledp.accounting.numerics.two_counts import (
     TwoCountPair,
     two_count_delta,
     two_count_delta_direct,
     two_count_delta_lines,
     two_count_deltas,
 )
-from shuffledp.accounting.variation_ratio import fmt2021_numeric_pair, vr_generic_pair
+from shuffledp.accounting.published.variation_ratio import fmt2021_numeric_pair, vr_generic_pair
 
 PAIRS = [
     TwoCountPair(blanket=3_000, rate=0.2, w1=0.69, w2=0.034, w0=0.276),

@@ -10,8 +10,8 @@ import pytest
 from shuffledp._validation import InvalidParameterError
 from shuffledp.accounting import amplified_epsilon, calibrate, compare, delta
 from shuffledp.accounting.calibration import calibrate_flip_q, flip_delta_floor
-from shuffledp.accounting.flip import flip_delta
-from shuffledp.accounting.krr import krr_probabilities
+from shuffledp.accounting.certificates.flip import flip_delta
+from shuffledp.accounting.certificates.krr import krr_probabilities
 from shuffledp.privacy import BoundKind
 
 MECHANISMS = [

@@ -21,7 +21,7 @@ import pytest
 from _bruteforce import mp_krr_all_datasets, mp_krr_probabilities
 
 from shuffledp.accounting import compare
-from shuffledp.accounting.krr import (
+from shuffledp.accounting.certificates.krr import (
     krr_delta,
     krr_delta_for_dataset,
     krr_delta_homogeneous,

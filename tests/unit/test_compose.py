@@ -7,7 +7,9 @@ import pytest
 from scipy.stats import binom
 
 from shuffledp._validation import InvalidParameterError
-from shuffledp.accounting.compose import (
+from shuffledp.accounting.certificates.flip import flip_delta
+from shuffledp.accounting.certificates.krr import krr_delta, krr_probabilities
+from shuffledp.accounting.composition.compose import (
     BASIC_COMPOSITION_METHOD,
     FLIP_CERTIFICATE_METHOD,
     KRR_CERTIFICATE_METHOD,
@@ -17,10 +19,8 @@ from shuffledp.accounting.compose import (
     dominating_pair,
     reports_from_json,
 )
-from shuffledp.accounting.flip import flip_delta
-from shuffledp.accounting.krr import krr_delta, krr_probabilities
-from shuffledp.accounting.pld import ProductPair, TwoCountMixture
-from shuffledp.accounting.two_counts import TwoCountPair, two_count_delta
+from shuffledp.accounting.composition.pld import ProductPair, TwoCountMixture
+from shuffledp.accounting.numerics.two_counts import TwoCountPair, two_count_delta
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 
 # k-RR at n = 1e5, k = 10 and FLIP at n = 1e5, k = 100: calibrated for (1, 1e-6).

@@ -17,8 +17,8 @@ import pytest
 from scipy import stats
 
 from shuffledp._validation import InvalidParameterError
-from shuffledp.accounting import correlated as accountant
-from shuffledp.accounting.correlated import (
+from shuffledp.accounting.certificates import correlated as accountant
+from shuffledp.accounting.certificates.correlated import (
     CorrelatedNoise,
     central_dlap_parameter,
     cheapest_flooding,
@@ -258,7 +258,7 @@ def test_cheapest_flooding_certifies_and_is_locally_minimal():
 
 
 def test_fewer_honest_users_cost_epsilon_and_all_of_them_cost_nothing_extra():
-    from shuffledp.accounting.correlated import epsilon_with_fewer_honest
+    from shuffledp.accounting.certificates.correlated import epsilon_with_fewer_honest
 
     noise = CorrelatedNoise.from_a(0.455, 15.9, 0.95)
     full, _ = correlated_epsilon(1e-6, noise)
@@ -272,7 +272,7 @@ def test_fewer_honest_users_cost_epsilon_and_all_of_them_cost_nothing_extra():
 
 def test_infeasible_two_sided_parts_are_refused_at_once_with_the_floor():
     # a above eps/2 (replacement): no flooding helps; once this ran out of memory.
-    from shuffledp.accounting.correlated import flooding_floor
+    from shuffledp.accounting.certificates.correlated import flooding_floor
 
     alpha = math.exp(-0.6)
     floor = flooding_floor(1.0, alpha)

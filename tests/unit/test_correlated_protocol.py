@@ -15,12 +15,15 @@ import pytest
 
 from shuffledp._rng import SEEDED_NOT_COVERED
 from shuffledp._validation import DataError, InvalidParameterError
-from shuffledp.accounting.correlated import (
+from shuffledp.accounting.certificates.correlated import (
     CorrelatedNoise,
     correlated_delta,
     generic_bin_delta,
 )
-from shuffledp.accounting.correlated_paper import paper_correlated_noise, paper_flooding
+from shuffledp.accounting.reproductions.correlated_paper import (
+    paper_correlated_noise,
+    paper_flooding,
+)
 from shuffledp.messages import ShuffledBatch
 from shuffledp.privacy import BoundKind
 from shuffledp.protocols.correlated import (

@@ -18,8 +18,8 @@ from scipy.optimize import brentq
 
 from shuffledp.accounting import amplified_epsilon, calibrate, delta
 from shuffledp.accounting.calibration import settle_epsilon
-from shuffledp.accounting.two_counts import two_count_delta_direct, two_count_delta_lines
-from shuffledp.accounting.variation_ratio import vr_generic_pair
+from shuffledp.accounting.numerics.two_counts import two_count_delta_direct, two_count_delta_lines
+from shuffledp.accounting.published.variation_ratio import vr_generic_pair
 
 _GENERIC = (
     "erlingsson2019",
@@ -234,7 +234,8 @@ def test_settle_never_returns_a_point_that_fails_even_when_delta_wobbles():
 
 @pytest.mark.parametrize("variant", ["paper", "dummy"])
 def test_segmented_levels_state_the_public_delta_within_the_target(variant):
-    from shuffledp.accounting.segmented import level_delta, optimize_parameters
+    from shuffledp.accounting.certificates.segmented import level_delta
+    from shuffledp.accounting.segmented_parameters import optimize_parameters
 
     params = optimize_parameters(
         (0.5, 1.0, 2.0),

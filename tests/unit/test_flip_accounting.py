@@ -15,17 +15,17 @@ import numpy as np
 import pytest
 
 from shuffledp._validation import InvalidParameterError
-from shuffledp.accounting._binomial import binomial_window
 from shuffledp.accounting.calibration import calibrate_flip_q
-from shuffledp.accounting.flip import (
+from shuffledp.accounting.certificates.flip import (
     flip_delta,
     flip_delta_for_pair,
     flip_delta_lower_bound,
     flip_epsilon,
     flip_local_epsilon,
 )
-from shuffledp.accounting.flip_paper import paper_flip_q
-from shuffledp.accounting.hockey_stick import rounding_allowance
+from shuffledp.accounting.numerics.binomial import binomial_window
+from shuffledp.accounting.numerics.hockey_stick import rounding_allowance
+from shuffledp.accounting.reproductions.flip_paper import paper_flip_q
 
 
 def _report_law(one_hot_bin: int | None, d: int, q: float) -> dict[tuple[int, ...], float]:

@@ -3,7 +3,7 @@ import math
 import pytest
 
 from shuffledp._validation import InvalidParameterError
-from shuffledp.accounting.flip_paper import (
+from shuffledp.accounting.reproductions.flip_paper import (
     paper_error_bound,
     paper_flip_q,
     paper_min_fake_users,

@@ -3,24 +3,24 @@ import math
 import numpy as np
 import pytest
 
-from shuffledp.accounting.generic_bounds import (
+from shuffledp.accounting.certificates.krr import krr_delta_for_dataset, krr_delta_lower_bound
+from shuffledp.accounting.numerics.two_counts import two_count_delta
+from shuffledp.accounting.published.generic_bounds import (
     bbgn2019_bennett_delta,
-    bbgn2019_bennett_published_delta,
     bbgn2019_hoeffding_delta,
     erlingsson2019_delta,
     erlingsson2019_epsilon,
     fmt2021_closed_delta,
     fmt2021_closed_epsilon,
 )
-from shuffledp.accounting.krr import krr_delta_for_dataset, krr_delta_lower_bound
-from shuffledp.accounting.two_counts import two_count_delta
-from shuffledp.accounting.variation_ratio import (
+from shuffledp.accounting.published.variation_ratio import (
     VariationRatio,
     fmt2021_numeric_pair,
     group_composition,
     variation_ratio_from_channel,
     vr_generic_pair,
 )
+from shuffledp.accounting.reproductions.bbgn2019_bennett import bbgn2019_bennett_published_delta
 
 
 def test_erlingsson_formula_inverse_and_range():
@@ -158,7 +158,7 @@ def test_bennett_phi_matches_its_closed_form_in_high_precision(beta):
     # which gave φ < 0 and threw Bennett's tail away (sound, but loose by orders of magnitude).
     import mpmath
 
-    from shuffledp.accounting.generic_bounds import _bennett_phi
+    from shuffledp.accounting.published.generic_bounds import _bennett_phi
 
     with mpmath.workdps(60):
         b = mpmath.mpf(beta)

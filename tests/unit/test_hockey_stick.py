@@ -2,7 +2,7 @@ import math
 
 import numpy as np
 
-from shuffledp.accounting.hockey_stick import hockey_stick, hockey_stick_product
+from shuffledp.accounting.numerics.hockey_stick import hockey_stick, hockey_stick_product
 
 
 def _brute(p1, q1, p2, q2, eps):

@@ -7,7 +7,7 @@ import pytest
 from _bruteforce import all_pairs, histogram_law, hockey_stick_both, krr_channel
 
 from shuffledp._validation import InvalidParameterError
-from shuffledp.accounting.krr import (
+from shuffledp.accounting.certificates.krr import (
     krr_delta,
     krr_delta_for_dataset,
     krr_delta_homogeneous,
@@ -15,8 +15,8 @@ from shuffledp.accounting.krr import (
     krr_delta_two_count_marginal,
     krr_marginal_delta,
 )
-from shuffledp.accounting.two_counts import two_count_delta
-from shuffledp.accounting.variation_ratio import fmt2021_numeric_pair, vr_generic_pair
+from shuffledp.accounting.numerics.two_counts import two_count_delta
+from shuffledp.accounting.published.variation_ratio import fmt2021_numeric_pair, vr_generic_pair
 
 CASES = [(5, 3, 2.0), (5, 4, 1.0), (4, 5, 3.0), (5, 2, 1.0), (4, 3, 0.5)]
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from shuffledp._validation import DataError, InvalidParameterError
-from shuffledp.accounting.krr import krr_delta
+from shuffledp.accounting.certificates.krr import krr_delta
 from shuffledp.analyzers.krr_estimators import estimate_krr, invert_channel, project_to_simplex
 from shuffledp.protocols.krr import KRRProtocol, calibrate_krr
 from shuffledp.randomizers.krr import KRRRandomizer

@@ -1,6 +1,6 @@
 """The line kernel of the two-count sums, against 50-digit arithmetic.
 
-:func:`shuffledp.accounting.two_counts.line_divergence_each` evaluates a line's
+:func:`shuffledp.accounting.numerics.two_counts.line_divergence_each` evaluates a line's
 divergence as (α − e^ε γ)·b − (α + γ)(e^ε − 1)·T₂ and charges the weights'
 relative error ρ on those δ-sized terms rather than on the line's mass. Here
 the model weights are handed to the kernel with a ρ, the true weights are put
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from shuffledp._validation import InvalidParameterError
-from shuffledp.accounting.two_counts import (
+from shuffledp.accounting.numerics.two_counts import (
     TwoCountPair,
     certify,
     line_divergence_each,

@@ -15,11 +15,9 @@ import pytest
 
 from shuffledp._validation import InvalidParameterError
 from shuffledp.accounting.api import amplified_epsilon
-from shuffledp.accounting.per_user import (
-    paper_per_user_epsilon,
-    per_user_epsilons,
-    release_guarantee,
-)
+from shuffledp.accounting.certificates.per_user import release_guarantee
+from shuffledp.accounting.per_user_epsilons import per_user_epsilons
+from shuffledp.accounting.reproductions.per_user_appendix_c import paper_per_user_epsilon
 
 
 def _neighbour_pairs(rng: np.random.Generator, d: int, total: int, c: float, trials: int):

@@ -9,9 +9,9 @@ from _bruteforce import hockey_stick_both as law_hockey_stick
 from scipy.stats import binom
 
 from shuffledp._validation import InvalidParameterError
-from shuffledp.accounting.flip import flip_delta
-from shuffledp.accounting.krr import krr_delta, krr_probabilities
-from shuffledp.accounting.pld import (
+from shuffledp.accounting.certificates.flip import flip_delta
+from shuffledp.accounting.certificates.krr import krr_delta, krr_probabilities
+from shuffledp.accounting.composition.pld import (
     ApproxDPPair,
     DistributionPair,
     PairAccountant,
@@ -24,8 +24,8 @@ from shuffledp.accounting.pld import (
     two_count_distributions,
     two_count_loss_distribution,
 )
-from shuffledp.accounting.two_counts import TwoCountPair, two_count_delta
-from shuffledp.accounting.variation_ratio import fmt2021_numeric_pair
+from shuffledp.accounting.numerics.two_counts import TwoCountPair, two_count_delta
+from shuffledp.accounting.published.variation_ratio import fmt2021_numeric_pair
 
 
 def test_pld_is_a_tight_upper_bound_for_one_release():

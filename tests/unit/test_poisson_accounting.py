@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from shuffledp.accounting.poisson import poisson_delta, poisson_delta_lemma3
+from shuffledp.accounting.certificates.poisson import poisson_delta
+from shuffledp.accounting.reproductions.poisson_lemma3 import poisson_delta_lemma3
 
 
 def _law(blanket, d, gamma, lam, item):

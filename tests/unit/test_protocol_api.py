@@ -6,8 +6,8 @@ import pyarrow as pa
 import pytest
 
 from shuffledp import DataError, FlipProtocol, InvalidParameterError, KRRProtocol
-from shuffledp.accounting.flip import flip_delta
-from shuffledp.accounting.krr import krr_delta
+from shuffledp.accounting.certificates.flip import flip_delta
+from shuffledp.accounting.certificates.krr import krr_delta
 
 DOMAIN = ["Lyon", "Nice", "Paris", "Rome"]
 

@@ -12,9 +12,9 @@ from fractions import Fraction
 
 import pytest
 
-import shuffledp.accounting.segmented as segmented_accounting
+import shuffledp.accounting.segmented_parameters as segmented_parameters
 from shuffledp import InvalidParameterError
-from shuffledp.accounting.segmented import (
+from shuffledp.accounting.certificates.segmented import (
     blanket_tries,
     calibrate_level,
     error_bound,
@@ -22,10 +22,12 @@ from shuffledp.accounting.segmented import (
     item_delta,
     level_delta,
     level_lower_bound,
-    optimize_parameters,
+)
+from shuffledp.accounting.reproductions.segmented_eq7 import (
     paper_report_probability,
     thm3_group_delta,
 )
+from shuffledp.accounting.segmented_parameters import optimize_parameters
 
 
 def _add_message(law, choices):
@@ -184,7 +186,7 @@ def test_optimize_parameters_certifies_every_level():
     # Every other grid point has a bound at least as large, up to the grid search's
     # precision: λ is searched to a factor 1 + r (r = 1e-2) and the bound (nm + sΛ)/Λ²
     # moves by at most (1 + r)² − 1 when every λ does.
-    r = segmented_accounting._SEARCH_RTOL
+    r = segmented_parameters._SEARCH_RTOL
     for m in (0.5, 1.0, 2.0, 3.0):
         other = optimize_parameters(
             (0.5, 1.0, 2.0),

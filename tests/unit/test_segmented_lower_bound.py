@@ -25,7 +25,8 @@ import numpy as np
 import pytest
 
 from shuffledp import InvalidParameterError
-from shuffledp.accounting.segmented import level_delta, level_lower_bound, optimize_parameters
+from shuffledp.accounting.certificates.segmented import level_delta, level_lower_bound
+from shuffledp.accounting.segmented_parameters import optimize_parameters
 
 Histogram = tuple[int, ...]
 Law = dict[Histogram, float]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from shuffledp import DataError, InvalidParameterError
-from shuffledp.accounting.segmented import LevelGuarantee, SegmentedParameters
+from shuffledp.accounting.segmented_parameters import LevelGuarantee, SegmentedParameters
 from shuffledp.analyzers.segmented import (
     expected_noise,
     pooled_estimate,

@@ -17,7 +17,7 @@ from scipy import stats
 
 from shuffledp._validation import DataError, InvalidParameterError
 from shuffledp.accounting import delta as accounting_delta
-from shuffledp.accounting.segmented import level_delta
+from shuffledp.accounting.certificates.segmented import level_delta
 from shuffledp.baselines import (
     PAD,
     SetFrequencyMechanism,

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from shuffledp.accounting.two_counts import (
+from shuffledp.accounting.numerics.two_counts import (
     TwoCountPair,
     sample_two_count_loss,
     two_count_delta,
@@ -76,7 +76,7 @@ def test_generic_pairs_near_epsilon0_against_mpmath(eps0, n):
     # and the line sums multiply that by 1/(1 − e^(eps − eps0)) ~ 1e4 near eps0.
     import mpmath
 
-    from shuffledp.accounting.variation_ratio import fmt2021_numeric_pair, vr_generic_pair
+    from shuffledp.accounting.published.variation_ratio import fmt2021_numeric_pair, vr_generic_pair
 
     mpmath.mp.dps = 60
     big = mpmath.exp(mpmath.mpf(eps0))

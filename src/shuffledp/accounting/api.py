@@ -10,6 +10,9 @@ inputs and what kind of number it is (upper, exact, lower or reproduction),
 and whether it is *certified*: a guarantee a user may rely on, i.e. an upper
 bound (or exact value) inside its theorem's proven range. Lower bounds and
 reproductions are never certified, and only certified numbers calibrate.
+
+Group: the questions users ask (``api``, ``methods``, ``calibration``,
+``segmented_parameters``, ``per_user_epsilons``); may import every other group.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ decided in :mod:`shuffledp.accounting.api` (only upper bounds can be). A
 method whose own range is exceeded, or that raises
 :class:`~shuffledp._validation.InvalidParameterError` for these parameters,
 gives NaN with the reason; it never fails the other methods.
+
+Group: the questions users ask (``api``, ``methods``, ``calibration``,
+``segmented_parameters``, ``per_user_epsilons``); may import every other group.
 """
 
 from __future__ import annotations
@@ -28,17 +31,8 @@ from shuffledp._validation import (
     check_int,
     check_probability,
 )
-from shuffledp.accounting.biswas import biswas2023_delta
-from shuffledp.accounting.flip import flip_delta, flip_delta_lower_bound
-from shuffledp.accounting.generic_bounds import (
-    Bound,
-    bbgn2019_bennett_delta,
-    bbgn2019_bennett_published_delta,
-    bbgn2019_hoeffding_delta,
-    erlingsson2019_delta,
-    fmt2021_closed_delta,
-)
-from shuffledp.accounting.krr import (
+from shuffledp.accounting.certificates.flip import flip_delta, flip_delta_lower_bound
+from shuffledp.accounting.certificates.krr import (
     ALL_SPLITS_UP_TO,
     LOG_RANGE,
     krr_binary_split_delta,
@@ -47,13 +41,23 @@ from shuffledp.accounting.krr import (
     krr_delta_homogeneous,
     krr_delta_two_count_marginal,
 )
-from shuffledp.accounting.poisson import poisson_delta, poisson_delta_curve, poisson_delta_lemma3
-from shuffledp.accounting.two_counts import two_count_delta
-from shuffledp.accounting.variation_ratio import (
+from shuffledp.accounting.certificates.poisson import poisson_delta, poisson_delta_curve
+from shuffledp.accounting.numerics.two_counts import two_count_delta
+from shuffledp.accounting.published.generic_bounds import (
+    Bound,
+    bbgn2019_bennett_delta,
+    bbgn2019_hoeffding_delta,
+    erlingsson2019_delta,
+    fmt2021_closed_delta,
+)
+from shuffledp.accounting.published.variation_ratio import (
     fmt2021_numeric_pair,
     group_composition,
     vr_generic_pair,
 )
+from shuffledp.accounting.reproductions.bbgn2019_bennett import bbgn2019_bennett_published_delta
+from shuffledp.accounting.reproductions.biswas import biswas2023_delta
+from shuffledp.accounting.reproductions.poisson_lemma3 import poisson_delta_lemma3
 from shuffledp.privacy import BoundKind
 
 __all__ = ["MECHANISMS", "METHODS", "Mechanism", "Method", "methods_for"]
@@ -395,7 +399,8 @@ METHODS: dict[str, Method] = {
             "krr-blanket",
             ("krr",),
             BoundKind.UPPER,
-            "this package: k-RR blanket with exact inner divergence (shuffledp.accounting.krr)",
+            "this package: k-RR blanket with exact inner divergence"
+            " (shuffledp.accounting.certificates.krr)",
             lambda e, m: _ok(krr_delta(e, _eps0(m), m.k or 2, m.n)),
             "holds for every dataset",
             hint="krr-two-count",

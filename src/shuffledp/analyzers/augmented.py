@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from shuffledp._validation import DataError, InvalidParameterError, check_int
-from shuffledp.accounting.augmented import check_beta
+from shuffledp.accounting.certificates.augmented import check_beta
 from shuffledp.analyzers.estimate import HistogramEstimate
 
 __all__ = ["AugmentedAnalyzer", "augmented_count_stderr"]

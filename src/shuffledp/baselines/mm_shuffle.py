@@ -26,9 +26,9 @@ x₀ → x₁ (either may be the padding symbol) while the victim's other slots
 and the other users' items are handed to the adversary (Lemma 2 of the
 segmented paper); the blanket messages of all n users, the victim's included,
 remain (they do not depend on any data). Then the s slots compose by
-:func:`shuffledp.accounting.segmented.group_delta`.
+:func:`shuffledp.accounting.certificates.segmented.group_delta`.
 
-* ``alg2``: :func:`shuffledp.accounting.segmented.level_delta` with λ = 1
+* ``alg2``: :func:`shuffledp.accounting.certificates.segmented.level_delta` with λ = 1
   (this package's exact accountant for Alg. 2).
 * ``lwy``: every user sends exactly s data messages, so the number of
   messages reveals N, the blanket messages: N = n⌊m⌋ + Bin(n, m − ⌊m⌋). Given
@@ -36,7 +36,7 @@ remain (they do not depend on any data). Then the s slots compose by
   rate 2/d′ and the victim's message on x₀ (the other symbols' counts have the
   same law under both datasets given the pair's total), so
   δ′ = Σ_N P[N]·H_{ε/s}(pair_N) exactly, summed by blocks of N with
-  :func:`shuffledp.accounting.mixture.mixture_delta` (H falls as N grows: one
+  :func:`shuffledp.accounting.numerics.mixture.mixture_delta` (H falls as N grows: one
   more blanket message is a post-processing) and the mass of N outside its
   window added.
 
@@ -66,11 +66,11 @@ from shuffledp._validation import (
     check_epsilon,
     check_int,
 )
-from shuffledp.accounting._binomial import DEFAULT_TAIL, Window, binomial_window
-from shuffledp.accounting.calibration import settle_smallest
-from shuffledp.accounting.mixture import mixture_delta
-from shuffledp.accounting.segmented import group_delta, level_delta, level_lower_bound
-from shuffledp.accounting.two_counts import TwoCountPair
+from shuffledp.accounting.certificates.segmented import group_delta, level_delta, level_lower_bound
+from shuffledp.accounting.numerics.binomial import DEFAULT_TAIL, Window, binomial_window
+from shuffledp.accounting.numerics.mixture import mixture_delta
+from shuffledp.accounting.numerics.search import settle_smallest
+from shuffledp.accounting.numerics.two_counts import TwoCountPair
 from shuffledp.baselines.base import (
     PAD,
     ExecutionPath,
@@ -549,7 +549,7 @@ def calibrate_mm(
         else None
     )
     source = (
-        "shuffledp.accounting.segmented.level_delta (Alg. 2, lambda = 1)"
+        "shuffledp.accounting.certificates.segmented.level_delta (Alg. 2, lambda = 1)"
         if blanket == "alg2"
         else "mixture over the revealed blanket count of the two-count pairs, then group_delta"
     )

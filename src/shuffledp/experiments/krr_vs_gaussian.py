@@ -11,7 +11,7 @@ calibrated to (ε, δ) with δ taken two ways:
   utility at x₀ uses δ(x₀) for that x₀; community utility uses the largest
   δ(x) over the values (the paper's eq. 15).
 * ``exact``: the certified worst-case δ of shuffled k-RR at (ε, ε₀, k, n)
-  (:func:`shuffledp.accounting.krr.krr_delta`, resolved down to 1e-100):
+  (:func:`shuffledp.accounting.certificates.krr.krr_delta`, resolved down to 1e-100):
   what the shuffle model really guarantees, and so the δ a fair central
   baseline may spend.
 
@@ -47,8 +47,8 @@ from shuffledp._files import make_output_dir, write_file_atomically
 from shuffledp._progress import progress
 from shuffledp._rng import SeedLike, child_seeds, make_rng
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.accounting.biswas import biswas2023_delta
-from shuffledp.accounting.krr import krr_delta
+from shuffledp.accounting.certificates.krr import krr_delta
+from shuffledp.accounting.reproductions.biswas import biswas2023_delta
 from shuffledp.analyzers.krr_estimators import estimate_krr
 from shuffledp.central import HISTOGRAM_L2_SENSITIVITY, analytic_gaussian_sigma, laplace_scale
 from shuffledp.randomizers.krr import KRRRandomizer

@@ -13,7 +13,7 @@ local-noise-free (LNF) framework with three dummy laws.
 * ``"s1geo"`` (S1Geo-Shuffle): β = 1 − e^{−ε/2}, geometric dummies, pure ε-DP.
 * ``"sbin"`` (SBin-Shuffle): Bin(M, 1/2) dummies with the smallest M certified.
 
-Privacy (:mod:`shuffledp.accounting.augmented`) is the exact δ of the pair of
+Privacy (:mod:`shuffledp.accounting.certificates.augmented`) is the exact δ of the pair of
 laws of the two counts a moving user touches, valid for every dataset. The
 trust model differs from the other protocols: against the analyzer, privacy
 rests on the shuffler adding the dummies and not colluding with it; against
@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Literal
 
 from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.accounting.augmented import (
+from shuffledp.accounting.certificates.augmented import (
     VARIANTS,
     DummyLaw,
     SAGeoLaw,
@@ -39,10 +39,10 @@ from shuffledp.accounting.augmented import (
     calibrate_sageo_nu,
     calibrate_sbin_trials,
     check_beta,
-    paper_sageo_nu,
     s1geo_law,
     sageo_law,
 )
+from shuffledp.accounting.reproductions.augmented_paper import paper_sageo_nu
 from shuffledp.analyzers.augmented import AugmentedAnalyzer, augmented_count_stderr
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.central import discrete_laplace_std

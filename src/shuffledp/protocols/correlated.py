@@ -14,13 +14,14 @@ W ~ NB(r, q) (more users: more noise, post-processing), and estimates
 the central discrete Laplace DLap(a), unbiased, with standard deviation
 √(2α)/(1 − α) at m users and √(2(n/m)α)/(1 − α) when all n send noise (exact,
 not estimated). The privacy of the view (N⁺_j, N⁻_j)_j is computed exactly by
-:func:`shuffledp.accounting.correlated.correlated_delta`.
+:func:`shuffledp.accounting.certificates.correlated.correlated_delta`.
 
 Calibration (:func:`calibrate_correlated`): α is the largest whose per-bin
 standard deviation at m users is at most (1 + slack) times that of the central
-DLap at the same ε (:func:`~shuffledp.accounting.correlated.largest_alpha`); the
+DLap at the same ε (:func:`~shuffledp.accounting.certificates.correlated.largest_alpha`); the
 budget the two-sided part leaves goes to the flooding, the cheapest NB(r, q)
-the exact accountant certifies (:func:`~shuffledp.accounting.correlated.cheapest_flooding`);
+the exact accountant certifies
+(:func:`~shuffledp.accounting.certificates.correlated.cheapest_flooding`);
 a few larger a are tried and the one with the fewest expected messages kept.
 The reported δ is the certificate at the chosen noise, at most the target.
 """
@@ -43,7 +44,7 @@ from shuffledp._validation import (
     check_epsilon,
     check_int,
 )
-from shuffledp.accounting.correlated import (
+from shuffledp.accounting.certificates.correlated import (
     NEIGHBOURS,
     CorrelatedNoise,
     Neighbours,
@@ -54,7 +55,7 @@ from shuffledp.accounting.correlated import (
     dlap_std,
     largest_alpha,
 )
-from shuffledp.accounting.correlated_paper import (
+from shuffledp.accounting.reproductions.correlated_paper import (
     PAPER_GAMMA,
     PaperCorrelatedRule,
     paper_correlated_noise,
@@ -169,7 +170,7 @@ class CorrelatedCalibration:
         slack: The accuracy slack of the calibration (``None`` when not calibrated).
         noise: The per-bin totals at m users: α = e^{−a} and the flooding NB(r, q).
         delta: Certified δ at ``epsilon``
-            (:func:`~shuffledp.accounting.correlated.correlated_delta`).
+            (:func:`~shuffledp.accounting.certificates.correlated.correlated_delta`).
         delta_lower: The same exact δ rounded down: the δ of a concrete neighbouring
             pair when exactly m users' shares are present (how tight ``delta`` is).
         notes: What the calibration chose on the caller's behalf.
@@ -356,7 +357,7 @@ def calibrate_correlated(
     so every estimated count's standard deviation at m users is at most
     (1 + slack) times the central discrete Laplace's; the flooding is the
     cheapest NB(r, q) the exact accountant certifies at that α
-    (:func:`~shuffledp.accounting.correlated.cheapest_flooding`). Larger a (less
+    (:func:`~shuffledp.accounting.certificates.correlated.cheapest_flooding`). Larger a (less
     error; :data:`A_STEPS` of the way to the central parameter, never reaching
     it) are tried while they lower the expected messages per user,
     1 + d·(2α/(1 − α) + 2rq/(1 − q))/m; the cheapest is kept. A tiny slack leaves
@@ -373,8 +374,9 @@ def calibrate_correlated(
         neighbours: ``"replacement"`` (default) or ``"add-remove"``.
 
     Returns:
-        The calibration; its ``delta`` is :func:`~shuffledp.accounting.correlated.correlated_delta`
-        of the chosen noise at ε, at most ``delta``.
+        The calibration; its ``delta`` is
+        :func:`~shuffledp.accounting.certificates.correlated.correlated_delta` of the
+        chosen noise at ε, at most ``delta``.
 
     Raises:
         InvalidParameterError: On a bad parameter, or if the slack leaves no
@@ -471,7 +473,9 @@ def paper_correlated_calibration(
     min_honest: MinHonest = None,
     neighbours: Neighbours = "replacement",
 ) -> tuple[CorrelatedCalibration, PaperCorrelatedRule]:
-    """The papers' rule (:func:`~shuffledp.accounting.correlated_paper.paper_correlated_noise`).
+    """The papers' rule as a calibration, certified by the exact accountant.
+
+    The rule is :func:`~shuffledp.accounting.reproductions.correlated_paper.paper_correlated_noise`.
 
     Returns the rule's noise as a calibration (method ``"paper"``) whose δ is
     the exact certificate at ε, and the rule itself (with the exact ε at δ).

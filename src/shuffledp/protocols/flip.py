@@ -5,8 +5,9 @@ fake users", IEEE S&P 2022, arXiv 2104.02739: randomizer Alg. 1–2, analyzer Al
 Claim III.1 / Thm III.3. Two calibrations of the flip probability q:
 
 * ``"exact"``: the smallest q whose exact certified δ(ε)
-  (:func:`shuffledp.accounting.flip.flip_delta`) meets the target;
-* ``"paper"``: q from the paper's quadratic (:func:`shuffledp.accounting.flip_paper.paper_flip_q`).
+  (:func:`shuffledp.accounting.certificates.flip.flip_delta`) meets the target;
+* ``"paper"``: q from the paper's quadratic
+  (:func:`shuffledp.accounting.reproductions.flip_paper.paper_flip_q`).
 
 Both report the certified δ of the chosen q, never an uncertified figure.
 """
@@ -23,14 +24,14 @@ from shuffledp._validation import (
     check_flip_probability,
     check_int,
 )
-from shuffledp.accounting.calibration import calibrate_flip_q
-from shuffledp.accounting.flip import (
+from shuffledp.accounting.certificates.flip import (
+    calibrate_flip_q,
     flip_delta,
     flip_delta_lower_bound,
     flip_epsilon,
     flip_local_epsilon,
 )
-from shuffledp.accounting.flip_paper import (
+from shuffledp.accounting.reproductions.flip_paper import (
     PAPER_MAX_DELTA,
     paper_error_bound,
     paper_flip_q,
@@ -258,8 +259,8 @@ def flip_parameters(
     """Return what hand-picked FLIP parameters give: δ at ``epsilon``, or ε at ``delta``.
 
     The guarantee comes from the exact certificate
-    (:func:`shuffledp.accounting.flip.flip_delta`); at a given δ the ε is the
-    smallest that certificate reaches (:func:`shuffledp.accounting.flip.flip_epsilon`).
+    (:func:`shuffledp.accounting.certificates.flip.flip_delta`); at a given δ the ε is the
+    smallest that certificate reaches (:func:`shuffledp.accounting.certificates.flip.flip_epsilon`).
 
     Raises:
         InvalidParameterError: On a bad parameter, or unless exactly one of

@@ -5,8 +5,8 @@ for the shuffle model with k-randomized response", FPS 2023, arXiv 2205.08858.
 
 Each user sends one k-RR report (Def. 5); the shuffled histogram is analysed
 raw or denoised by matrix inversion (App. B) and its projections. Privacy comes
-from :func:`shuffledp.accounting.krr.krr_delta`, a certified δ(ε) for every
-dataset, with :func:`shuffledp.accounting.krr.krr_delta_lower_bound` showing
+from :func:`shuffledp.accounting.certificates.krr.krr_delta`, a certified δ(ε) for every
+dataset, with :func:`shuffledp.accounting.certificates.krr.krr_delta_lower_bound` showing
 how tight it is. Calibration picks the largest ε₀ that the certificate allows
 for a target (ε, δ) and n.
 """
@@ -23,7 +23,11 @@ import numpy as np
 from shuffledp._rng import SeedLike
 from shuffledp._validation import InvalidParameterError, check_epsilon
 from shuffledp.accounting.api import amplified_epsilon, calibrate
-from shuffledp.accounting.krr import krr_delta, krr_delta_lower_bound, krr_probabilities
+from shuffledp.accounting.certificates.krr import (
+    krr_delta,
+    krr_delta_lower_bound,
+    krr_probabilities,
+)
 from shuffledp.analyzers.error import expected_max_abs_normal
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.analyzers.krr_estimators import KRREstimator, estimate_krr, inversion_variance
@@ -202,7 +206,7 @@ def krr_parameters(
 ) -> KRRCalibration:
     """Return what a hand-picked ε₀ gives: the certified δ at ``epsilon``, or ε at ``delta``.
 
-    The certificate is :func:`shuffledp.accounting.krr.krr_delta` (``krr-blanket``);
+    The certificate is :func:`shuffledp.accounting.certificates.krr.krr_delta` (``krr-blanket``);
     at a given δ, ε is the smallest it certifies (bisection, rounded up).
 
     Raises:

@@ -33,7 +33,7 @@ reading). The report states the relation in words. The report states exactly tha
 ``per-user-laplace-local``, bound ``upper``) and nothing data-dependent: no
 per-user amplified ε′ (Thm 2 is data-dependent, §4) and no group sizes.
 Whether the shuffle amplifies is the business of
-:mod:`shuffledp.accounting.per_user`, which reads :class:`PerUserAnalysis`.
+:mod:`shuffledp.accounting.certificates.per_user`, which reads :class:`PerUserAnalysis`.
 """
 
 from __future__ import annotations

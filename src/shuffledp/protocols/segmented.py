@@ -12,7 +12,7 @@ chooses a level k (privacy E_k) and holds s item slots.
   with its exact accountant; the counts n̂_k carry their own (ε, δ)).
   See :func:`aggregate_levels`.
 * Step 2 (Alg. 1 line 14, §5.2): λ_k and the blanket rate m from
-  :func:`shuffledp.accounting.segmented.optimize_parameters`. A level's
+  :func:`shuffledp.accounting.segmented_parameters.optimize_parameters`. A level's
   guarantee depends on the total n (the blanket is n⌈m⌉ tries), on m and on
   λ_k, never on the n_k; the n_k only weigh the error bound that picks m. So
   with DP counts the calibration uses n (public) split by n̂_k (integers by
@@ -49,7 +49,8 @@ from shuffledp._validation import (
     check_int,
 )
 from shuffledp._wording import Parameter, Worded
-from shuffledp.accounting.segmented import SegmentedParameters, Variant, optimize_parameters
+from shuffledp.accounting.certificates.segmented import Variant
+from shuffledp.accounting.segmented_parameters import SegmentedParameters, optimize_parameters
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.analyzers.segmented import pooled_estimate
 from shuffledp.messages import MessageBatch, ShuffledBatch
@@ -352,7 +353,7 @@ class SegmentedProtocol:
     """Alg. 2 with fixed parameters: randomizer, shuffle, pooled estimator and per-level reports.
 
     Args:
-        parameters: From :func:`shuffledp.accounting.segmented.optimize_parameters`.
+        parameters: From :func:`shuffledp.accounting.segmented_parameters.optimize_parameters`.
         labels: The item domain's labels (``None``: item indices only); d of them.
 
     Raises:

@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import DataError, InvalidParameterError, check_int
-from shuffledp.accounting.augmented import DummyLaw, SAGeoLaw, SBinLaw, check_beta
+from shuffledp.accounting.certificates.augmented import DummyLaw, SAGeoLaw, SBinLaw, check_beta
 from shuffledp.data.checks import check_histogram, check_values
 from shuffledp.messages import MessageBatch
 

@@ -4,7 +4,7 @@ A user with value j builds the one-hot vector e_j and k all-zero vectors, and
 flips every bit of every vector independently with probability q (Alg. 2).
 Each set bit is sent as its own message carrying only the bin index, so the
 shuffled multiset of messages is exactly the vector of per-bin counts that the
-accountant in :mod:`shuffledp.accounting.flip` analyses.
+accountant in :mod:`shuffledp.accounting.certificates.flip` analyses.
 
 Sampling is sparse: the set bits of a stretch of L independent Bernoulli(q)
 bits are drawn as a Binomial(L, q) count followed by a uniform subset of that

@@ -14,7 +14,7 @@ message (x, +1) and, for every bin j,
 all independent, where m is the number of users whose noise the guarantee
 counts on (``min_honest``). NB(s, q) has P(k) = C(k + s − 1, k)(1 − q)^s q^k;
 it is infinitely divisible, so m users' shares add up to Geo(α) = NB(1, α)
-and NB(r, q) per bin (see :mod:`shuffledp.accounting.correlated`).
+and NB(r, q) per bin (see :mod:`shuffledp.accounting.certificates.correlated`).
 
 **Messages.** One integer payload per message: ``2·j`` for (j, +1) and
 ``2·j + 1`` for (j, −1) (:func:`encode_messages`, :func:`decode_messages`), so
@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import DataError, InvalidParameterError, check_int
-from shuffledp.accounting.correlated import CorrelatedNoise
+from shuffledp.accounting.certificates.correlated import CorrelatedNoise
 from shuffledp.data.checks import check_histogram, check_values
 from shuffledp.messages import MessageBatch
 

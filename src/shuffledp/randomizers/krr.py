@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import check_epsilon, check_int
-from shuffledp.accounting.krr import krr_probabilities
+from shuffledp.accounting.certificates.krr import krr_probabilities
 from shuffledp.data.checks import check_histogram, check_values
 from shuffledp.messages import MessageBatch
 

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.accounting.augmented import DummyLaw, SAGeoLaw, SBinLaw
+from shuffledp.accounting.certificates.augmented import DummyLaw, SAGeoLaw, SBinLaw
 from shuffledp.service.task import Task, TaskError
 from shuffledp.service.wire import CIPHERTEXT_LENGTH, MessageSealer, public_key_from_b64
 from shuffledp.shuffler.uniform import secure_permutation
@@ -85,7 +85,7 @@ def secure_dummy_counts(
 ) -> NDArray[np.int64]:
     """Draw ``size`` i.i.d. dummy counts from ``law`` with CSPRNG uniforms.
 
-    SAGeo(ν, q_l, q_r) (:class:`~shuffledp.accounting.augmented.SAGeoLaw`): with
+    SAGeo(ν, q_l, q_r) (:class:`~shuffledp.accounting.certificates.augmented.SAGeoLaw`): with
     probability (Z − S_L)/Z, S_L = Σ_{j=1}^{ν} q_l^j, the count is ν + G with
     G = ⌊ln U/ln q_r⌋, U uniform on (0, 1] (so P[G ≥ w] = q_r^w); otherwise
     ν − J, J ∈ {1, …, ν} with P[J = j] ∝ q_l^j, J − 1 = ⌊ln(1 − V(1 − q_l^ν))/ln q_l⌋

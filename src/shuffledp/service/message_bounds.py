@@ -28,8 +28,8 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.accounting.augmented import DummyLaw, SAGeoLaw, SBinLaw
-from shuffledp.accounting.correlated import CorrelatedNoise
+from shuffledp.accounting.certificates.augmented import DummyLaw, SAGeoLaw, SBinLaw
+from shuffledp.accounting.certificates.correlated import CorrelatedNoise
 
 __all__ = [
     "MESSAGE_TAIL_PROBABILITY",

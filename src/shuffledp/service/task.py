@@ -47,7 +47,7 @@ from shuffledp._validation import (
     check_epsilon,
     check_int,
 )
-from shuffledp.accounting.augmented import (
+from shuffledp.accounting.certificates.augmented import (
     VARIANTS,
     DummyLaw,
     SAGeoLaw,
@@ -55,7 +55,11 @@ from shuffledp.accounting.augmented import (
     augmented_delta,
     check_beta,
 )
-from shuffledp.accounting.correlated import NEIGHBOURS, CorrelatedNoise, correlated_delta
+from shuffledp.accounting.certificates.correlated import (
+    NEIGHBOURS,
+    CorrelatedNoise,
+    correlated_delta,
+)
 from shuffledp.analyzers.augmented import augmented_count_stderr
 from shuffledp.central import discrete_laplace_std
 from shuffledp.data.domains import check_domain
@@ -723,7 +727,7 @@ def correlated_calibration(task: Task, n: int) -> CorrelatedCalibration:
     NB(1/min_batch_users, ·), so the certificate (which does not depend on n)
     holds when a batch holds at least that many users who send them. n only
     sets the estimate's standard error, √(2(n/m)α)/(1 − α) with all n users'
-    noise. δ is :func:`~shuffledp.accounting.correlated.correlated_delta` of the
+    noise. δ is :func:`~shuffledp.accounting.certificates.correlated.correlated_delta` of the
     task's (α, r, q) at ε, rounded up (``delta_lower``: the same sum rounded down).
 
     Raises:
@@ -754,7 +758,7 @@ def correlated_calibration(task: Task, n: int) -> CorrelatedCalibration:
 def augmented_calibration(task: Task, n: int) -> AugmentedCalibration:
     """The task's dummy law as a calibration for ``n`` users, certified at its ε.
 
-    δ is :func:`~shuffledp.accounting.augmented.augmented_delta` of the task's
+    δ is :func:`~shuffledp.accounting.certificates.augmented.augmented_delta` of the task's
     law and β at ε (rounded up; it does not depend on n); ``delta_lower`` is
     the same pair rounded down when a dataset attains it (as
     :func:`~shuffledp.protocols.augmented.calibrate_augmented` states it).

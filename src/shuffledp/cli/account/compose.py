@@ -60,7 +60,11 @@ def _load(path: str) -> dict[str, Any]:
 
 def execute(args: argparse.Namespace) -> int:
     """Print the composed guarantee."""
-    from shuffledp.accounting.compose import compose, populations_from_json, reports_from_json
+    from shuffledp.accounting.composition.compose import (
+        compose,
+        populations_from_json,
+        reports_from_json,
+    )
 
     delta = None if args.delta is None else checked(check_delta, args.delta, "--delta")
     epsilon = None if args.epsilon is None else checked(check_epsilon, args.epsilon, "--epsilon")

@@ -19,7 +19,7 @@ from shuffledp.cli.run.correlated import (
 from shuffledp.schemas import schema_id
 
 if TYPE_CHECKING:
-    from shuffledp.accounting.correlated_paper import PaperCorrelatedRule
+    from shuffledp.accounting.reproductions.correlated_paper import PaperCorrelatedRule
     from shuffledp.protocols.correlated import CorrelatedCalibration
 
 NAME = "correlated"

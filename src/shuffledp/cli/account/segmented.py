@@ -96,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     """Calibrate and print the parameters."""
     from shuffledp._progress import working
-    from shuffledp.accounting.segmented import optimize_parameters
+    from shuffledp.accounting.segmented_parameters import optimize_parameters
     from shuffledp.protocols.segmented import largest_remainder
 
     n = checked(check_int, args.n, "--n", minimum=1)

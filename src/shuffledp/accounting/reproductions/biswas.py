@@ -22,12 +22,16 @@ which is not the log-ratio of eqs. 8 and 9: that ratio has
 (:func:`biswas2023_delta` reproduces it). Even with the log-ratio
 (``corrected=True``), δ̂ is the divergence of one marginal, the count of x₀, on
 one dataset, in one direction: a lower bound on the mechanism's δ, never a
-guarantee (:func:`shuffledp.accounting.krr.krr_delta` is the certificate).
+guarantee (:func:`shuffledp.accounting.certificates.krr.krr_delta` is the certificate).
 
 Sums run over every term when there are at most 4e6, else over windows of the
 two binomial counts that make up the count of x₀ reaching out to 1e-80 of
 their mass (1e-20 beyond 20000 users), far beyond the paper's smallest printed
 value; the rest is dropped, as befits a reproduction.
+
+Group: reproductions (``shuffledp.accounting.reproductions``): a printed formula
+kept under its source's name, never a certificate. May import the numerical
+core, published bounds and certificates; nothing below imports it.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
-from shuffledp.accounting._binomial import DEFAULT_TAIL, binomial_window
+from shuffledp.accounting.numerics.binomial import DEFAULT_TAIL, binomial_window
 
 __all__ = ["biswas2023_delta"]
 

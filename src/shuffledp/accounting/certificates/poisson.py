@@ -20,7 +20,7 @@ more trial). So given T the counts of x₀ and x₁ are a two-count pair with
 T − 1 blanket messages at rate 2/d and victim weights w₁ = λ_T + (1 − λ_T)/d,
 w₂ = (1 − λ_T)/d, w₀ = (1 − λ_T)(1 − 2/d); the other items' counts are
 uniform given their total, under both laws. Hence δ = Σ_T P[T]·H_ε(pair_T)
-(:func:`shuffledp.accounting.mixture.mixture_delta`; λ_T grows with T, and
+(:func:`shuffledp.accounting.numerics.mixture.mixture_delta`; λ_T grows with T, and
 the blocks of T are bounded by virtual pairs). H_ε(pair_T) is convex in λ_T
 (a sum of positive parts of functions affine in λ_T) and 0 at λ_T = 0, so
 δ/λ_T is monotone too and a block is weighted by Σ P[T]λ_T = λ·P[M in range]
@@ -28,14 +28,19 @@ rather than by its probability: the bracket then only spans the blanket count. T
 two-dimensional sum over (count of x₀ and x₁, count of other items) that could
 not reach 1e8 messages; the tests compare the two.
 
-:func:`poisson_delta_lemma3` is the variation-ratio pair of Lemma 3 (p = ∞,
+:func:`shuffledp.accounting.reproductions.poisson_lemma3.poisson_delta_lemma3` is
+the variation-ratio pair of Lemma 3 (p = ∞,
 β = λ, q = dλ, with Thm 2's rate), which ignores the count of absent and other
 messages. It is kept under its own name for reproduction; it can fall below
 the exact value of the same reduced view (see the tests), so it never
 certifies anything here.
 
 Users holding s items are s virtual users
-(:func:`shuffledp.accounting.variation_ratio.group_composition`).
+(:func:`shuffledp.accounting.published.variation_ratio.group_composition`).
+
+Group: mechanism certificates and lower bounds
+(``shuffledp.accounting.certificates``); may import the numerical core, published
+bounds and other certificates, never reproductions, composition or the questions layer.
 """
 
 from __future__ import annotations
@@ -46,12 +51,16 @@ from collections.abc import Callable
 import numpy as np
 
 from shuffledp._validation import check_epsilon, check_int, check_probability
-from shuffledp.accounting._binomial import DEFAULT_TAIL, Window, binomial_window, plus_bernoulli
-from shuffledp.accounting.mixture import PairAt, mixture_curve, mixture_delta
-from shuffledp.accounting.two_counts import Rounding, TwoCountPair, two_count_delta
-from shuffledp.accounting.variation_ratio import poisson_pair
+from shuffledp.accounting.numerics.binomial import (
+    DEFAULT_TAIL,
+    Window,
+    binomial_window,
+    plus_bernoulli,
+)
+from shuffledp.accounting.numerics.mixture import PairAt, mixture_curve, mixture_delta
+from shuffledp.accounting.numerics.two_counts import Rounding, TwoCountPair
 
-__all__ = ["poisson_delta", "poisson_delta_curve", "poisson_delta_lemma3"]
+__all__ = ["poisson_delta", "poisson_delta_curve"]
 
 
 def _check(
@@ -86,7 +95,7 @@ def poisson_delta(
         blanket_probability: γ, the probability each is sent (Thm 2).
         rounding: ``"up"`` for the certified upper bound, ``"down"`` for a lower one.
         target: The δ the caller will compare the answer with (see
-            :func:`shuffledp.accounting.mixture.mixture_delta`).
+            :func:`shuffledp.accounting.numerics.mixture.mixture_delta`).
     """
     epsilon = check_epsilon(epsilon)
     lam, d, n_msg, gamma = _check(
@@ -167,20 +176,3 @@ def _received_mixture(lam: float, d: int, n_msg: int, gamma: float) -> tuple[Win
 
     weight_error = sent.rel_error + (len(sent.pmf) + 40) * 2.0**-53
     return window, pair_at, weight_error
-
-
-def poisson_delta_lemma3(
-    epsilon: float,
-    report_probability: float,
-    domain_size: int,
-    blanket_messages: int,
-    *,
-    blanket_probability: float = 1.0,
-) -> float:
-    """Return Lemma 3's variation-ratio value (published formula; not a certificate)."""
-    epsilon = check_epsilon(epsilon)
-    lam, d, n_msg, gamma = _check(
-        report_probability, domain_size, blanket_messages, blanket_probability
-    )
-    pair = poisson_pair(lam, d, n_msg, blanket_probability=gamma)
-    return two_count_delta(pair, epsilon)

@@ -1,19 +1,10 @@
-"""Privacy of per-user histograms shuffled within clusters (the per-user paper, Thm 1–2, App. B–C).
+"""Per-user ε′ of the shuffled copy in per-user histograms (the per-user paper, §4, App. C).
 
 Source: "Per-user histograms in the shuffle model" (the version implemented names
 neither its authors nor a venue or arXiv id).
 
-What every release guarantees. Each user sends two Laplace copies of its
-normalized histogram H̄: W with budget ε₁ and T with ε₂ = ε − ε₁. Under the
-reading of Def. 1 a release is stated for (``neighbouring``, see
-:mod:`shuffledp.randomizers.laplace`) the L1 distance of the normalized
-histograms of two c-neighbours is at most Δ: 2c when up to ⌊c·s⌋ items may
-move between classes (``"moved-items"``, the default), c when
-‖H − H′‖₁ ≤ ⌊c·s⌋ (``"l1-distance"``). So Lap(Δ/ε₁) and Lap(Δ/ε₂) are ε₁-
-and ε₂-hLDP and the pair is ε-hLDP. Clustering, shuffling and any
-combination of the copies are post-processing: **every variant is
-(ε, 0, c)-hDP for every user, whatever the data** (:func:`release_guarantee`).
-That is what a release states.
+The release's guarantee is (ε, 0, c)-hDP for every user
+(:func:`shuffledp.accounting.certificates.per_user.release_guarantee`).
 
 What shuffling adds, per user, conditional on the grouping (an analysis number,
 never released: it depends on the true histograms, paper §4). For the variant
@@ -43,16 +34,8 @@ and data-dependent, so an unconditional statement would also have to bound
 the probability of groupings that isolate the user; we do not, and so ε′ is
 never a release's guarantee.
 
-The paper's Alg. 1 releases the shuffled R = a·W + (1 − a)·T instead, and
-App. C analyses W and the shuffled T separately. That does not cover R:
-shuffled R is not a post-processing of (W with identities, shuffled T), and an
-adversary who knew the W's could match each R to its W (R − a·W leaves the
-T-noise only) and undo the shuffle. Its per-user number is kept as a
-reproduction (:func:`paper_per_user_epsilon`, App. C's formula with FMT's
-closed form, Thm 6), never a guarantee.
-
-Thm 1 (one copy is not amplified) is demonstrated by :func:`regroup_attack`:
-re-clustering the released sequence recovers the groups.
+Group: the questions users ask (it asks :func:`shuffledp.accounting.amplified_epsilon`
+for the generic bounds); may import every other group.
 """
 
 from __future__ import annotations
@@ -62,79 +45,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
-from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon
+from shuffledp._validation import InvalidParameterError, check_delta
 from shuffledp.accounting.api import amplified_epsilon
-from shuffledp.accounting.generic_bounds import fmt2021_closed_epsilon
-from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
-from shuffledp.randomizers.laplace import (
-    Neighbouring,
-    check_c,
-    laplace_scale,
-    neighbouring_in_words,
-    normalized_sensitivity,
+from shuffledp.accounting.certificates.per_user import (
+    FloatArray,
+    IntArray,
+    _check_budget,
+    _k_grid,
 )
+from shuffledp.randomizers.laplace import Neighbouring, laplace_scale, normalized_sensitivity
 
-__all__ = [
-    "PerUserEpsilons",
-    "paper_per_user_epsilon",
-    "per_user_epsilons",
-    "regroup_attack",
-    "release_guarantee",
-]
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-
-
-def _check_budget(epsilon: float, epsilon1: float, c: float) -> tuple[float, float, float]:
-    epsilon = check_epsilon(epsilon)
-    epsilon1 = check_epsilon(epsilon1, "epsilon1")
-    if not epsilon1 < epsilon:
-        raise InvalidParameterError(
-            f"epsilon1 must be below epsilon (the rest is the shuffled copy's budget), got "
-            f"epsilon1={epsilon1:g} and epsilon={epsilon:g}"
-        )
-    return epsilon, epsilon1, check_c(c)
-
-
-def release_guarantee(
-    epsilon: float,
-    epsilon1: float,
-    c: float,
-    n: int,
-    *,
-    release: str = "t",
-    neighbouring: Neighbouring = "moved-items",
-) -> PrivacyReport:
-    """The guarantee a release states: (ε, 0, c)-hDP for every user, whatever the data.
-
-    Holds for every variant (both copies are local Laplace releases whose
-    budgets sum to ε, each scaled for ``neighbouring``'s sensitivity;
-    everything else is post-processing).
-    """
-    epsilon, epsilon1, c = _check_budget(epsilon, epsilon1, c)
-    relation = neighbouring_in_words(c, neighbouring)
-    return PrivacyReport(
-        guarantee=ApproxDP(epsilon, 0.0),
-        method="per-user-laplace-local",
-        bound=BoundKind.UPPER,
-        n=n,
-        neighbouring=f"c-neighbouring histograms (Def. 1 and 3): {relation}",
-        parameters={
-            "epsilon1": epsilon1,
-            "epsilon2": epsilon - epsilon1,
-            "c": c,
-            "neighbouring": neighbouring,
-            "release": release,
-        },
-        notes=(
-            "both Laplace copies are local (epsilon1 + epsilon2 = epsilon); clustering and "
-            "shuffling are post-processing. Shuffling within groups can only improve a user's "
-            "privacy; by how much depends on the private data and is not released"
-        ),
-    )
+__all__ = ["PerUserEpsilons", "per_user_epsilons"]
 
 
 @dataclass(frozen=True)
@@ -216,16 +138,6 @@ def _worth_evaluating(e0: float, k: int) -> bool:
     return 2.0 * (k - 1) / (math.exp(min(e0, 700.0)) + 1.0) >= 1.0
 
 
-def _k_grid(size: int) -> IntArray:
-    """Ball sizes searched: 1, 2, 3, … growing by 1.25× up to the group's size."""
-    values = {1, size}
-    k = 1.0
-    while k < size:
-        k = max(k + 1.0, k * 1.25)
-        values.add(min(size, int(k)))
-    return np.array(sorted(values), dtype=np.int64)
-
-
 def per_user_epsilons(
     histograms: FloatArray,
     groups: Sequence[int] | IntArray,
@@ -292,67 +204,3 @@ def per_user_epsilons(
         out_size[row] = len(members)
         out_k[row], out_radius[row], out_e0[row] = best[1], best[2], best[3]
     return PerUserEpsilons(out_eps, out_size, out_k, out_radius, out_e0, delta)
-
-
-def paper_per_user_epsilon(
-    histograms: FloatArray,
-    groups: Sequence[int] | IntArray,
-    user: int,
-    *,
-    epsilon: float,
-    epsilon1: float,
-    c: float,
-    delta: float,
-) -> float:
-    """App. C as printed: ε₁ + min_Q FMT's closed form at ε₀ = (1 + r(Q)/c)(ε − ε₁), n = |Q|.
-
-    A reproduction (not a guarantee): it analyses W and the shuffled T while
-    Alg. 1 releases the shuffled R, and takes the group's diameter r(Q) over
-    nested balls around the user. Where the closed form's condition
-    ε₀ ≤ ln(|Q|/(16 ln(2/δ))) fails, that Q gives no amplification.
-    """
-    epsilon, epsilon1, c = _check_budget(epsilon, epsilon1, c)
-    delta = check_delta(delta)
-    h = np.asarray(histograms, dtype=np.float64)
-    labels = np.asarray(groups)
-    members = np.flatnonzero(labels == labels[user])
-    order = np.argsort(np.abs(h[members] - h[user]).sum(axis=1), kind="stable")
-    eps2 = epsilon - epsilon1
-    best = eps2
-    for k in _k_grid(len(members)).tolist():
-        if not fmt2021_closed_epsilon(eps2, k, delta).certified:
-            continue  # ε₀ ≥ ε₂ for every Q: outside the closed form's range already
-        diameter = _diameter(h[members[order[:k]]])
-        e0 = (1.0 + diameter / c) * eps2
-        bound = fmt2021_closed_epsilon(e0, k, delta)
-        if bound.certified:
-            best = min(best, bound.value)
-    return epsilon1 + best
-
-
-def _diameter(points: FloatArray, block: int = 256) -> float:
-    """The largest pairwise L1 distance, in blocks of rows (memory O(block · k · d))."""
-    best = 0.0
-    for start in range(0, points.shape[0], block):
-        rows = points[start : start + block]
-        best = max(best, float(np.abs(rows[:, None, :] - points[None, :, :]).sum(axis=2).max()))
-    return best
-
-
-def regroup_attack(
-    released: FloatArray, true_groups: Sequence[int] | IntArray, *, clusters: int, seed: int = 0
-) -> dict[str, float]:
-    """Thm 1's adversary: re-cluster the released sequence and compare with the shuffler's groups.
-
-    Runs k-means (the shuffler's algorithm) on the released histograms. Returns
-    the adjusted Rand index between the recovered and the true partitions, and
-    whether the partition was recovered exactly (1.0) or not (0.0).
-    """
-    from sklearn.cluster import KMeans
-    from sklearn.metrics import adjusted_rand_score
-
-    x = np.asarray(released, dtype=np.float64)
-    recovered = KMeans(n_clusters=clusters, n_init=10, random_state=seed).fit_predict(x)
-    truth = np.asarray(true_groups)
-    ari = float(adjusted_rand_score(truth, recovered))
-    return {"adjusted_rand_index": ari, "exact": 1.0 if math.isclose(ari, 1.0) else 0.0}

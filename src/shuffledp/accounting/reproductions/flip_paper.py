@@ -25,6 +25,10 @@ per-bin tail bound
 
 at β = 1/10, with g(k) = (k + 1)/(k(1 − q)(1 − 2q)²), which decreases to 1.
 :func:`paper_error_bound` evaluates this form for any q and β.
+
+Group: reproductions (``shuffledp.accounting.reproductions``): a printed formula
+kept under its source's name, never a certificate. May import the numerical
+core, published bounds and certificates; nothing below imports it.
 """
 
 from __future__ import annotations

@@ -26,6 +26,9 @@ and each line's contribution is two binomial tails. δ is a sum over the window
 of C only: O(√m) work instead of O(m).
 
 Swapping the two coordinates maps P to Q, so H_ε(P‖Q) = H_ε(Q‖P).
+
+Group: the numerical core (``shuffledp.accounting.numerics``); imports only numpy,
+scipy, ``shuffledp._validation`` and other modules of the core.
 """
 
 from __future__ import annotations
@@ -40,13 +43,13 @@ from numpy.typing import NDArray
 from scipy import special
 
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.accounting._binomial import (
+from shuffledp.accounting.numerics.binomial import (
     DEFAULT_TAIL,
     binomial_pmf,
     binomial_window,
     binomial_windows,
 )
-from shuffledp.accounting.hockey_stick import hockey_stick
+from shuffledp.accounting.numerics.hockey_stick import hockey_stick
 
 __all__ = [
     "BlockMemo",
@@ -231,7 +234,7 @@ def _exp_times(epsilon: float, x: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 #: Relative error bound of a symmetric binomial pmf point from Loader's formula (p = 1/2
-#: exactly, so the means carry no error: :mod:`shuffledp.accounting._binomial`).
+#: exactly, so the means carry no error: :mod:`shuffledp.accounting.numerics.binomial`).
 _POINT_RELATIVE_ERROR = 2e-13
 #: Below this a pmf point or tail that underflowed to 0 may still be positive.
 _UNDERFLOW = 1e-300

@@ -1,13 +1,13 @@
 """δ of a mixture of two-count pairs over an observed (or revealed) count.
 
 Two certificates are averages, over a count T the adversary sees or is given,
-of the divergence of a two-count pair (:mod:`shuffledp.accounting.two_counts`)
+of the divergence of a two-count pair (:mod:`shuffledp.accounting.numerics.two_counts`)
 whose parameters depend on T:
 
-* k-RR (:func:`shuffledp.accounting.krr.krr_delta`): T = B, the number of
+* k-RR (:func:`shuffledp.accounting.certificates.krr.krr_delta`): T = B, the number of
   other users whose report came from the uniform part; pair_B has B blanket
   messages and the victim's fixed weights.
-* The Poisson randomizer (:func:`shuffledp.accounting.poisson.poisson_delta`):
+* The Poisson randomizer (:func:`shuffledp.accounting.certificates.poisson.poisson_delta`):
   T, the number of messages the analyzer receives; pair_T has T − 1 blanket
   messages and a victim who is present with a probability λ_T that grows with T.
 
@@ -26,6 +26,9 @@ with the least-present victim (below). The block's probability times the
 upper pair's δ (rounded up) bounds the block's share of δ; the blocks are cut
 at equal probability and the widest gaps halved until the two sides are within
 a tolerance. The mass of T outside its window (a Bernstein bound) is added.
+
+Group: the numerical core (``shuffledp.accounting.numerics``); imports only numpy,
+scipy, ``shuffledp._validation`` and other modules of the core.
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from shuffledp.accounting._binomial import DEFAULT_TAIL, Window
-from shuffledp.accounting.two_counts import (
+from shuffledp.accounting.numerics.binomial import DEFAULT_TAIL, Window
+from shuffledp.accounting.numerics.two_counts import (
     BlockMemo,
     FrozenLines,
     Rounding,

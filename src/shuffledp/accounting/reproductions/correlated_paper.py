@@ -22,8 +22,12 @@ flooding leaves, so it hardly depends on E[W]), and at δ ≈ 4e-21 at ε = 1 (t
 accountant's floor). We did not tune the reading to match E[W].
 
 Whatever the rule gives, the guarantee reported for it is the exact
-certificate :func:`shuffledp.accounting.correlated.correlated_delta` of the
+certificate :func:`shuffledp.accounting.certificates.correlated.correlated_delta` of the
 noise it chooses; the rule itself is a reproduction, never a certificate.
+
+Group: reproductions (``shuffledp.accounting.reproductions``): a printed formula
+kept under its source's name, never a certificate. May import the numerical
+core, published bounds and certificates; nothing below imports it.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon
-from shuffledp.accounting.correlated import (
+from shuffledp.accounting.certificates.correlated import (
     NEIGHBOURS,
     CorrelatedNoise,
     Neighbours,
@@ -142,8 +146,8 @@ def paper_correlated_noise(
     """Return the papers' noise for (ε, δ) (:func:`paper_flooding`) and its exact privacy.
 
     The certified δ at ε and the smallest certified ε at δ come from
-    :func:`~shuffledp.accounting.correlated.correlated_delta` and
-    :func:`~shuffledp.accounting.correlated.correlated_epsilon`.
+    :func:`~shuffledp.accounting.certificates.correlated.correlated_delta` and
+    :func:`~shuffledp.accounting.certificates.correlated.correlated_epsilon`.
 
     Args:
         epsilon: Target ε > 0.

@@ -68,7 +68,7 @@ product would underflow to 0), widened by 4096u for the three logarithms
 SBin and other laws (:func:`augmented_delta_on_grid`). For a law without the
 block structure, P = p₁ ⊗ f and Q = f ⊗ p₁ is a product pair, summed exactly
 on a window of f by
-:func:`shuffledp.accounting.hockey_stick.certified_hockey_stick_product`, with
+:func:`shuffledp.accounting.numerics.hockey_stick.certified_hockey_stick_product`, with
 the mass outside the window (2·dropped + f(hi), see the function) added. The
 same function applied to SAGeo is an independent algorithm for
 :func:`sageo_delta` (the tests compare them).
@@ -83,8 +83,13 @@ Bin(M, 1/2) plus an independent fair coin, the same for both datasets, added
 to each bin (a post-processing); the search then steps down while M − 1 also
 passes.
 
-The paper's closed form (:func:`paper_sageo_nu`) is kept as a reproduction,
-never as a certificate.
+The paper's closed form
+(:func:`shuffledp.accounting.reproductions.augmented_paper.paper_sageo_nu`) is
+kept as a reproduction, never as a certificate.
+
+Group: mechanism certificates and lower bounds
+(``shuffledp.accounting.certificates``); may import the numerical core, published
+bounds and other certificates, never reproductions, composition or the questions layer.
 """
 
 from __future__ import annotations
@@ -97,8 +102,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
-from shuffledp.accounting._binomial import DEFAULT_TAIL, Window, binomial_pmf, binomial_window
-from shuffledp.accounting.hockey_stick import certified_hockey_stick_product, exp_or_inf
+from shuffledp.accounting.numerics.binomial import (
+    DEFAULT_TAIL,
+    Window,
+    binomial_pmf,
+    binomial_window,
+)
+from shuffledp.accounting.numerics.hockey_stick import certified_hockey_stick_product, exp_or_inf
 
 __all__ = [
     "DESIGN_MARGIN",
@@ -114,7 +124,6 @@ __all__ = [
     "calibrate_sbin_trials",
     "check_beta",
     "minimum_beta",
-    "paper_sageo_nu",
     "s1geo_beta",
     "s1geo_law",
     "sageo_delta",
@@ -545,7 +554,7 @@ def augmented_delta_on_grid(
     directly). Outside G × G, P has at most p₁(∉G) + f(∉G) ≤ 2·dropped + f(hi)
     (p₁'s mass outside is (1 − β)f(∉G) + β·f(∉G − 1) ≤ f(∉G) + f(hi)), and so
     has Q; that is added (``"up"``) or charged e^ε times (``"down"``) by
-    :func:`~shuffledp.accounting.hockey_stick.certified_hockey_stick_product`,
+    :func:`~shuffledp.accounting.numerics.hockey_stick.certified_hockey_stick_product`,
     with each entry within the window's relative error plus 8u.
 
     Args:
@@ -673,37 +682,3 @@ def calibrate_sbin_trials(epsilon: float, delta: float, beta: float = 1.0) -> in
     while hi > 1 and passes(hi - 1):
         hi -= 1
     return hi
-
-
-def paper_sageo_nu(epsilon: float, delta: float, beta: float = 1.0) -> int:
-    """Return ν from the LNF framework's per-bin route, in closed form (a reproduction).
-
-    The paper proves SAGeo-Shuffle private through its LNF framework: the
-    whole protocol is (ε, δ)-DP if the binary mechanism that runs the same
-    process on one bit, Bin(x, β) + z with x ∈ {0, 1}, is (ε/2, δ/2)-DP (two
-    bins change under replacement). That mechanism's ratios are e^{±ε/2}
-    everywhere but at a zero count, where it leaves
-    δ_bin = f(0)·(1 − e^{ε/2}(1 − β)) = c·f(0). With x = q_l^ν,
-    f(0) = x/(A − Bx), A = q_l/(1 − q_l) + 1/(1 − q_r), B = q_l/(1 − q_l), so
-    c·f(0) ≤ δ/2 exactly when x ≤ (δ/2)A/(c + (δ/2)B), giving
-    ν = ⌈ln((δ/2)A/(c + (δ/2)B))/ln q_l⌉ with q_l, q_r at ε itself. This is
-    re-derived from the paper's route (Murakami, Sei & Eriguchi, arXiv
-    2504.07362, the SAGeo-Shuffle theorem); it gives ν = 27 at ε = 1,
-    δ = 1e-6, β = 1, where the exact pair needs 25 (:func:`calibrate_sageo_nu`).
-    Never a certificate: the protocol reports the exact δ of whatever ν it runs.
-    """
-    epsilon = _check_law_epsilon(epsilon)
-    delta = check_delta(delta)
-    beta = check_beta(beta, epsilon)
-    half = epsilon / 2.0
-    q_l = (beta + math.expm1(-half)) / beta
-    q_r = beta / (math.expm1(half) + beta)
-    c = 1.0 - math.exp(half) * (1.0 - beta)
-    if q_l <= 0.0 or c <= 0.0:
-        return 0
-    b = q_l / (1.0 - q_l)
-    a = b + 1.0 / (1.0 - q_r)
-    x = (delta / 2.0) * a / (c + (delta / 2.0) * b)
-    if x >= 1.0:
-        return 0
-    return max(0, math.ceil(math.log(x) / math.log(q_l)))

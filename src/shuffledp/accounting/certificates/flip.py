@@ -44,9 +44,13 @@ q and bisection on q is sound (:func:`shuffledp.accounting.calibration.calibrate
 Numerics. Binomial pmfs are summed on windows whose left-out mass is bounded
 (Bernstein) and added to δ, together with a floating-point allowance
 proportional to P's mass on (and just around) the region P > e^ε Q
-(:func:`shuffledp.accounting.hockey_stick.certified_hockey_stick_product`). The
+(:func:`shuffledp.accounting.numerics.hockey_stick.certified_hockey_stick_product`). The
 certificate's floor is therefore the windows' left-out mass (about 4e-20 with
 the default tail), not a rounding constant.
+
+Group: mechanism certificates and lower bounds
+(``shuffledp.accounting.certificates``); may import the numerical core, published
+bounds and other certificates, never reproductions, composition or the questions layer.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ from shuffledp._validation import (
     check_flip_probability,
     check_int,
 )
-from shuffledp.accounting._binomial import (
+from shuffledp.accounting.numerics.binomial import (
     DEFAULT_TAIL,
     Window,
     binomial_window,
@@ -71,10 +75,13 @@ from shuffledp.accounting._binomial import (
     plus_bernoulli,
     reflected,
 )
-from shuffledp.accounting.hockey_stick import certified_hockey_stick_product
+from shuffledp.accounting.numerics.hockey_stick import certified_hockey_stick_product
+from shuffledp.accounting.numerics.search import smallest_passing
 
 __all__ = [
+    "calibrate_flip_q",
     "flip_delta",
+    "flip_delta_floor",
     "flip_delta_for_pair",
     "flip_delta_lower_bound",
     "flip_epsilon",
@@ -113,7 +120,7 @@ def _pair_delta(
     bound): the window pmfs are at most the true ones, so the windowed sum is at
     least the true sum minus e^ε times the Q-mass left out. The allowance is
     proportional to P's mass near and inside the region P > e^ε Q
-    (:func:`~shuffledp.accounting.hockey_stick.certified_hockey_stick_product`),
+    (:func:`~shuffledp.accounting.numerics.hockey_stick.certified_hockey_stick_product`),
     so it shrinks with δ instead of flooring it.
     """
     keep = 1.0 - q  # exact enough: q < 1/2, so 1 − q > 1/2 is within one unit
@@ -286,3 +293,82 @@ def flip_epsilon(delta: float, q: float, fake_users: int, n: int, *, rtol: float
         else:
             lo = mid
     return hi
+
+
+#: Flip probabilities stay below 1/2 by this factor (q = 1/2 is pure noise, not a valid q).
+_Q_CAP = 0.5 * (1.0 - 1e-9)
+_FLOOR_GRID = 48
+
+
+def flip_delta_floor(epsilon: float, n: int, fake_users: int) -> tuple[float, float]:
+    """Return (δ_min, q): the smallest δ(ε) the FLIP certificate reaches, and where.
+
+    The exact δ decreases in q (module :mod:`shuffledp.accounting.certificates.flip`), but
+    the certificate adds the binomial windows' left-out mass (about 2e-20 per
+    side with the default tail, for every q) and a rounding allowance
+    proportional to the mass of the region that matters, so it bottoms out
+    near that left-out mass, except that it is exactly 0 once one report is
+    ε-LDP (2·ln((1 − q)/q) ≤ ε, i.e. q ≥ 1/(1 + e^{ε/2})). A floor above 0
+    therefore exists only for ε below the local ε of the largest admissible q
+    (about 4e-9). The minimum over a geometric grid of q from one flipped bit
+    per bin up to q → 1/2 is what can be certified.
+    """
+    epsilon = check_epsilon(epsilon)
+    n = check_int(n, "n", minimum=1)
+    k = check_int(fake_users, "fake_users", minimum=0)
+    grid = np.geomspace(min(_Q_CAP, 1.0 / (n * (k + 1))), _Q_CAP, _FLOOR_GRID)
+    values = [flip_delta(epsilon, float(q), k, n) for q in grid]
+    best = int(np.argmin(values))
+    return values[best], float(grid[best])
+
+
+def calibrate_flip_q(
+    epsilon: float, delta: float, n: int, fake_users: int, *, rtol: float = 1e-6
+) -> float:
+    """Return the smallest flip probability q whose certified δ(ε) is at most ``delta``.
+
+    Uses :func:`shuffledp.accounting.certificates.flip.flip_delta` (exact certificate for all
+    datasets), which is non-increasing in q up to its rounding allowance, and
+    0 from q = 1/(1 + e^{ε/2}) on (one report alone is then ε-LDP): below the
+    certificate's truncation floor that q is the answer.
+
+    Args:
+        epsilon: Target ε > 0.
+        delta: Target δ in (0, 1).
+        n: Number of users.
+        fake_users: k ≥ 0 fake reports per user.
+        rtol: Relative precision of q; the returned q is certified, and at most a
+            factor (1 + rtol) above the smallest certified q.
+
+    Raises:
+        InvalidParameterError: If ``delta`` is below the smallest δ the
+            certificate reaches at these (ε, n, k) (:func:`flip_delta_floor`);
+            the message names that floor.
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    n = check_int(n, "n", minimum=1)
+    k = check_int(fake_users, "fake_users", minimum=0)
+
+    def passes(q: float) -> bool:
+        return flip_delta(epsilon, q, k, n) <= delta
+
+    # Walk up from about one flipped bit per bin (never private) in doublings to
+    # the first certified q, so the search stays near the threshold.
+    lo, hi = 0.0, min(_Q_CAP, 1.0 / (n * (k + 1)))
+    while not passes(hi):
+        if hi >= _Q_CAP:
+            floor, q_floor = flip_delta_floor(epsilon, n, k)
+            if floor > delta:
+                raise InvalidParameterError(
+                    f"delta={delta:g} is below what the FLIP accountant can certify at "
+                    f"epsilon={epsilon:g} for n={n}, k={k}: the smallest certified delta is "
+                    f"{floor:.3g} (at q={q_floor:.3g}; the binomial windows' left-out mass is "
+                    "added to every bound)"
+                )
+            hi = q_floor  # a dip of the certificate below its value at q → 1/2
+            break
+        lo, hi = hi, min(_Q_CAP, 2.0 * hi)
+    if lo == 0.0 or lo >= hi:
+        lo = hi * 1e-12
+    return smallest_passing(passes, lo, hi, rtol=rtol)

@@ -22,7 +22,7 @@ AISTATS 2022, Thm 10; also the "worst-case pair" of Koskela et al.). Every
 
 * :class:`DistributionPair`: two laws on a grid, any mechanism given exactly;
 * :class:`TwoCountMixture`: a mixture, over a public variable, of two-count
-  pairs (:mod:`shuffledp.accounting.two_counts`); k-RR's blanket certificate
+  pairs (:mod:`shuffledp.accounting.numerics.two_counts`); k-RR's blanket certificate
   (:func:`krr_dominating_pair`);
 * :class:`ProductPair`: independent coordinates; FLIP's certificate
   (:func:`flip_dominating_pair`);
@@ -39,6 +39,9 @@ window, goes to the infinite loss. Rounding losses up only raises
 losses, so compositions stay pessimistic. dp-accounting's FFT convolutions
 carry rounding errors; :meth:`PairAccountant.delta` adds a bound on them
 (see :meth:`PairAccountant.allowance`).
+
+Group: composition (``shuffledp.accounting.composition``); may import the
+numerical core, published bounds, certificates and ``shuffledp.privacy``.
 """
 
 from __future__ import annotations
@@ -62,10 +65,15 @@ from shuffledp._validation import (
     check_flip_probability,
     check_int,
 )
-from shuffledp.accounting._binomial import DEFAULT_TAIL, Window, binomial_window, plus_bernoulli
-from shuffledp.accounting.hockey_stick import hockey_stick_both
-from shuffledp.accounting.krr import krr_probabilities
-from shuffledp.accounting.two_counts import TwoCountPair, two_count_delta
+from shuffledp.accounting.certificates.krr import krr_probabilities
+from shuffledp.accounting.numerics.binomial import (
+    DEFAULT_TAIL,
+    Window,
+    binomial_window,
+    plus_bernoulli,
+)
+from shuffledp.accounting.numerics.hockey_stick import hockey_stick_both
+from shuffledp.accounting.numerics.two_counts import TwoCountPair, two_count_delta
 
 __all__ = [
     "PLD_TAIL",
@@ -466,7 +474,7 @@ def two_count_loss_distribution(
 ) -> RoundedLoss:
     """Return the rounded-up PLD of a two-count pair, line by line (no 2-D grid).
 
-    Notation of :mod:`shuffledp.accounting.two_counts`: on the line x + y = s,
+    Notation of :mod:`shuffledp.accounting.numerics.two_counts`: on the line x + y = s,
     P = α_s·b_{s−1}(x−1) + γ_s·b_{s−1}(x) and Q swaps α_s and γ_s. Since
     b_{s−1}(x−1) = b_s(x)·2x/s and b_{s−1}(x) = b_s(x)·2(s−x)/s,
 
@@ -491,7 +499,8 @@ def two_count_loss_distribution(
       Q, so the PLD of (Q‖P) is the same and one direction suffices.
 
     Floating point: α, γ carry the window's and the weights' relative error r
-    (:attr:`~shuffledp.accounting.two_counts.TwoCountPair.weight_error`); each loss is within
+    (:attr:`~shuffledp.accounting.numerics.two_counts.TwoCountPair.weight_error`);
+    each loss is within
     2r + 1e-12 of the truth and is rounded up after adding that. ln k! comes
     from ``scipy.special.gammaln`` (a few ulps), so ln b_s(x) is within
     16u·ln(s!) + 4u·s; masses are inflated by the sum of these relative errors.
@@ -674,7 +683,7 @@ def krr_dominating_pair(
 ) -> TwoCountMixture:
     """Return a pair dominating k-RR shuffled among n users (the ``krr-blanket`` certificate).
 
-    The blanket argument of :mod:`shuffledp.accounting.krr` (Balle, Bell, Gascón
+    The blanket argument of :mod:`shuffledp.accounting.certificates.krr` (Balle, Bell, Gascón
     & Nissim, CRYPTO 2019): every other user draws from the uniform part of
     k-RR with probability kb; revealing which ones did, the histogram is a
     post-processing (the same kernel under both datasets) of (B, pair_B), with
@@ -773,7 +782,7 @@ def flip_dominating_pair(
 ) -> ProductPair:
     """Return a pair dominating FLIP for every dataset (certificate ``flip-exact-fake-blanket``).
 
-    :mod:`shuffledp.accounting.flip` shows that the two bin counts a moving user
+    :mod:`shuffledp.accounting.certificates.flip` shows that the two bin counts a moving user
     touches are a post-processing of P = (X + Ber(1 − q), Y + Ber(q)),
     Q = (X + Ber(q), Y + Ber(1 − q)) with X, Y ~ Bin(nk, q) i.i.d. (the nk fake
     reports), whatever the other users hold; the other bins have the same law
@@ -799,7 +808,9 @@ def flip_dominating_pair(
 
 
 def flip_certificate_distributions(q: float, fake_users: int, n: int) -> DistributionPair:
-    """Return FLIP's certificate pair (:func:`shuffledp.accounting.flip.flip_delta`) on a grid.
+    """Return FLIP's certificate pair on a grid.
+
+    The pair is the one :func:`shuffledp.accounting.certificates.flip.flip_delta` sums.
 
     P = (X + Ber(1 − q), Y + Ber(q)), Q = (X + Ber(q), Y + Ber(1 − q)) with
     X, Y ~ Bin(nk, q); the grid is the product of the two windows. For
@@ -828,7 +839,10 @@ def shuffled_randomizer_distributions(channel: NDArray[np.float64], n: int) -> D
     β = (p − 1)/(p + 1)) bounds it for every dataset. Mechanism-specific β is
     not used: with it the reduction is not an upper bound (docs/accounting.md).
     """
-    from shuffledp.accounting.variation_ratio import variation_ratio_from_channel, vr_generic_pair
+    from shuffledp.accounting.published.variation_ratio import (
+        variation_ratio_from_channel,
+        vr_generic_pair,
+    )
 
     ratio = variation_ratio_from_channel(channel)
     if not math.isfinite(ratio.p):

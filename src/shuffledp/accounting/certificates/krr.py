@@ -60,6 +60,10 @@ Numerics. a and b are computed from e^{−ε₀} (no overflow, no 1 − x of an 
 near 1), and so is every probability near 1's complement (1 − kb, 1 − a), so
 each is within a few rounding units of the truth; that is what the
 certificates' allowances assume.
+
+Group: mechanism certificates and lower bounds
+(``shuffledp.accounting.certificates``); may import the numerical core, published
+bounds and other certificates, never reproductions, composition or the questions layer.
 """
 
 from __future__ import annotations
@@ -70,17 +74,17 @@ from collections.abc import Callable
 import numpy as np
 
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
-from shuffledp.accounting._binomial import (
+from shuffledp.accounting.numerics.binomial import (
     DEFAULT_TAIL,
     Window,
     binomial_window,
     convolve,
     plus_bernoulli,
 )
-from shuffledp.accounting.hockey_stick import certified_hockey_stick
-from shuffledp.accounting.iid_blanket import IidBlanket, iid_blanket_delta
-from shuffledp.accounting.mixture import mixture_curve, mixture_delta
-from shuffledp.accounting.two_counts import Rounding, TwoCountPair, two_count_delta
+from shuffledp.accounting.numerics.hockey_stick import certified_hockey_stick
+from shuffledp.accounting.numerics.iid_blanket import IidBlanket, iid_blanket_delta
+from shuffledp.accounting.numerics.mixture import mixture_curve, mixture_delta
+from shuffledp.accounting.numerics.two_counts import Rounding, TwoCountPair, two_count_delta
 
 __all__ = [
     "ALL_SPLITS_UP_TO",
@@ -197,7 +201,7 @@ def krr_delta(
             resolved; smaller values cost wider sums.
         target: The δ the caller will compare the answer with: the sum stops
             refining once the comparison is decided (the answer is still an
-            upper bound; see :func:`shuffledp.accounting.mixture.mixture_delta`).
+            upper bound; see :func:`shuffledp.accounting.numerics.mixture.mixture_delta`).
     """
     epsilon = check_epsilon(epsilon)
     if epsilon >= check_epsilon(epsilon0, "epsilon0"):
@@ -255,7 +259,7 @@ def krr_delta_homogeneous(
     The other users' reports are i.i.d.: x₀ and x₁ with probability b each, z
     with probability a, each remaining value with b; the victim's report puts
     a on x₀ (b under the neighbour), b on x₁, b on z and b on each remaining
-    value. :func:`shuffledp.accounting.iid_blanket.iid_blanket_delta` sums the
+    value. :func:`shuffledp.accounting.numerics.iid_blanket.iid_blanket_delta` sums the
     histogram's likelihood ratio exactly. Needs k ≥ 3; the work grows like the
     product of the two count windows' widths (about n·b for large n).
     """

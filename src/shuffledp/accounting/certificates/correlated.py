@@ -68,6 +68,10 @@ two-dimensional law of each bin directly (:func:`generic_bin_delta`, which also
 gives the exact δ when fewer than m users' noise is present: A, A′ ~ NB(β, α),
 the generalized discrete Laplace of Harrison & Manurangsi, FORC 2025, arXiv
 2504.05202), and with a Monte Carlo estimate.
+
+Group: mechanism certificates and lower bounds
+(``shuffledp.accounting.certificates``); may import the numerical core, published
+bounds and other certificates, never reproductions, composition or the questions layer.
 """
 
 from __future__ import annotations
@@ -86,7 +90,7 @@ from shuffledp._validation import (
     check_delta,
     check_epsilon,
 )
-from shuffledp.accounting.calibration import settle_epsilon
+from shuffledp.accounting.numerics.search import settle_epsilon
 
 __all__ = [
     "NEIGHBOURS",

@@ -19,6 +19,9 @@ Certified versions (:func:`certified_hockey_stick`,
 side by an allowance proportional to P's mass on the region where the
 privacy loss is within the rounding margin of ε or above it, so the allowance
 shrinks with δ instead of flooring it (the argument is in their docstrings).
+
+Group: the numerical core (``shuffledp.accounting.numerics``); imports only numpy,
+scipy, ``shuffledp._validation`` and other modules of the core.
 """
 
 from __future__ import annotations

@@ -11,7 +11,10 @@ expansion (C. Loader, "Fast and accurate computation of binomial
 probabilities", 2000), accurate to about 1e-14 relative error for every m the
 package meets; scipy's binomial pmf was measured at 1.6e-11 relative error for
 m = 1e8, p = 0.2, too coarse for the rounding allowance in
-:mod:`shuffledp.accounting.hockey_stick`.
+:mod:`shuffledp.accounting.numerics.hockey_stick`.
+
+Group: the numerical core (``shuffledp.accounting.numerics``); imports only numpy,
+scipy, ``shuffledp._validation`` and other modules of the core.
 """
 
 from __future__ import annotations

@@ -16,13 +16,16 @@ split is Bin(S, 1/2), so on the line (s, w) the two laws are
 α·b_{s−1}(u − 1) + γ·b_{s−1}(u) and γ·b_{s−1}(u − 1) + α·b_{s−1}(u), with
 α = p₀·O(s − 1, w) + ½β', γ = p₁·O(s − 1, w) + ½β', β' = p_z·O(s, w − 1) +
 p_r·O(s, w), O(s, w) = P[S = s, W = w]. The positive part of P − e^ε Q on each
-line is two binomial tails (as in :mod:`shuffledp.accounting.two_counts`),
+line is two binomial tails (as in :mod:`shuffledp.accounting.numerics.two_counts`),
 and δ is a sum over the (s, w) windows.
 
 Instances: k-RR where every other user holds one third value
-(:func:`shuffledp.accounting.krr.krr_delta_homogeneous`); the Poisson
+(:func:`shuffledp.accounting.certificates.krr.krr_delta_homogeneous`); the Poisson
 randomizer against uniform blanket messages, with an absent-message category
-(:func:`shuffledp.accounting.poisson.poisson_delta`).
+(:func:`shuffledp.accounting.certificates.poisson.poisson_delta`).
+
+Group: the numerical core (``shuffledp.accounting.numerics``); imports only numpy,
+scipy, ``shuffledp._validation`` and other modules of the core.
 """
 
 from __future__ import annotations
@@ -35,8 +38,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.accounting._binomial import DEFAULT_TAIL, Window, binomial_pmf, binomial_window
-from shuffledp.accounting.two_counts import Rounding, certify, line_divergence
+from shuffledp.accounting.numerics.binomial import (
+    DEFAULT_TAIL,
+    Window,
+    binomial_pmf,
+    binomial_window,
+)
+from shuffledp.accounting.numerics.two_counts import Rounding, certify, line_divergence
 
 __all__ = ["MAX_CELLS", "IidBlanket", "iid_blanket_delta"]
 

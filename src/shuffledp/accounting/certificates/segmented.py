@@ -16,30 +16,31 @@ Per slot (one item changes, x₀ → x₁; the other users' data messages handed
 the adversary, Lemma 2):
 
 * paper: the exact δ of the reduced view, counts and the total number of
-  messages (:func:`shuffledp.accounting.poisson.poisson_delta`, with n⌈m⌉
+  messages (:func:`shuffledp.accounting.certificates.poisson.poisson_delta`, with n⌈m⌉
   potential blanket messages: Prop. 1's count; Thm 3's n⌈m⌉ − 1 drops the
   victim's own blanket tries, which is valid but one message short).
 * dummy: every user sends exactly s data messages, so the total reveals N;
   given N the counts of x₀ and x₁ are a two-count pair (N blanket messages at
   rate 2/d′, victim x₀ with probability λ + (1 − λ)/d′, x₁ with (1 − λ)/d′),
   and δ = Σ_N P[N]·H_ε(pair_N), computed by blocks of N
-  (:mod:`shuffledp.accounting.mixture`).
+  (:mod:`shuffledp.accounting.numerics.mixture`).
 
 A whole set changes slot by slot (hybrid datasets are valid sets), so per-slot
 (ε′, δ′) gives (sε′, δ′·(e^{sε′} − 1)/(e^{ε′} − 1)) for the user
 (:func:`group_delta`); Thm 3's (sε′, s·e^{sε′}·δ′) is larger, and kept for the
-paper's reproduction. Lower bounds come from concrete dataset pairs
+paper's reproduction (:mod:`shuffledp.accounting.reproductions.segmented_eq7`).
+Lower bounds come from concrete dataset pairs
 (:func:`level_lower_bound`).
+
+Group: mechanism certificates and lower bounds
+(``shuffledp.accounting.certificates``); may import the numerical core, published
+bounds and other certificates, never reproductions, composition or the questions layer.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -51,23 +52,21 @@ from shuffledp._validation import (
     check_int,
     check_probability,
 )
-from shuffledp.accounting._binomial import (
+from shuffledp.accounting.certificates.poisson import poisson_delta
+from shuffledp.accounting.numerics.binomial import (
     DEFAULT_TAIL,
     Window,
     binomial_pmf,
     binomial_window,
     convolve,
 )
-from shuffledp.accounting.calibration import settle_largest
-from shuffledp.accounting.hockey_stick import certified_hockey_stick
-from shuffledp.accounting.mixture import mixture_delta
-from shuffledp.accounting.poisson import poisson_delta
-from shuffledp.accounting.two_counts import TwoCountPair, two_count_delta
+from shuffledp.accounting.numerics.hockey_stick import certified_hockey_stick
+from shuffledp.accounting.numerics.mixture import mixture_delta
+from shuffledp.accounting.numerics.search import settle_largest
+from shuffledp.accounting.numerics.two_counts import TwoCountPair, two_count_delta
 
 __all__ = [
     "VARIANTS",
-    "LevelGuarantee",
-    "SegmentedParameters",
     "Variant",
     "blanket_tries",
     "calibrate_level",
@@ -77,9 +76,6 @@ __all__ = [
     "level_delta",
     "level_lower_bound",
     "lower_bound_slots",
-    "optimize_parameters",
-    "paper_report_probability",
-    "thm3_group_delta",
 ]
 
 Variant = Literal["paper", "dummy"]
@@ -126,7 +122,7 @@ def item_delta(
         variant: ``"paper"`` or ``"dummy"``.
         rounding: ``"up"`` for the certificate.
         target: A δ the caller compares with (lets the sum stop early; see
-            :func:`shuffledp.accounting.mixture.mixture_delta`).
+            :func:`shuffledp.accounting.numerics.mixture.mixture_delta`).
     """
     epsilon = check_epsilon(epsilon)
     if report_probability == 0:
@@ -190,12 +186,6 @@ def _group_factor(item_epsilon: float, items: int) -> float:
     if items == 1:
         return 1.0
     return math.expm1(items * item_epsilon) / math.expm1(item_epsilon)
-
-
-def thm3_group_delta(item: float, item_epsilon: float, items: int) -> float:
-    """Thm 3 as printed: s·e^{sε′}·δ′ (valid, looser than :func:`group_delta`)."""
-    s = check_int(items, "items", minimum=1)
-    return min(1.0, s * math.exp(s * item_epsilon) * item)
 
 
 def level_delta(
@@ -342,54 +332,6 @@ def _lemma3_item_delta(
     return two_count_delta(pair, epsilon, rounding=rounding)
 
 
-def paper_report_probability(
-    epsilon: float,
-    delta: float,
-    *,
-    message_domain: int,
-    items: int,
-    n: int,
-    blanket_rate: float,
-    rtol: float = 1e-3,
-) -> float:
-    """λ that Eq. 7 (Lemma 3's pair, Thm 3's group bound) chooses: a reproduction, not a guarantee.
-
-    Eq. 7 as printed: D_{e^{E/s}}(P‖Q) ≤ δ/(s·e^{E}) for the pair with n⌈m⌉ − 1
-    blanket tries (Thm 3's n′ = n⌈m⌉ in Thm 1's convention), rate 2γ/d,
-    victim x₀ with probability λ and nothing otherwise.
-    """
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
-    s = check_int(items, "items", minimum=1)
-    potential, gamma = blanket_tries(n, blanket_rate)
-    target = delta / (s * math.exp(epsilon))
-
-    def passes(lam: float) -> bool:
-        return (
-            _lemma3_item_delta(epsilon / s, lam, message_domain, max(0, potential - 1), gamma, "up")
-            <= target
-        )
-
-    if passes(1.0):
-        return 1.0
-    lo, hi = 0.0, 1.0
-    probe = 0.25
-    while probe > 1e-9:
-        if passes(probe):
-            lo = probe
-            break
-        hi, probe = probe, probe / 4.0
-    if lo == 0.0:
-        return 0.0
-    while hi / lo > 1.0 + rtol:
-        mid = math.sqrt(lo * hi)
-        if passes(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
 #: Largest work (grid cells × terms per cell, ~3 ns each) a lower bound does; above
 #: it the one-slot pair is tried.
 _LOWER_BOUND_WORK = 300_000_000
@@ -443,7 +385,8 @@ def level_lower_bound(
     Summed exactly on the grid of (A, B) that holds all but ~1e-40 of the
     noise (Bernstein windows for T, Hoeffding's bound for the split), with at
     most 4e6 cells; the left-out noise mass is charged e^ε times and the
-    floating-point error by :func:`~shuffledp.accounting.hockey_stick.certified_hockey_stick`,
+    floating-point error by
+    :func:`~shuffledp.accounting.numerics.hockey_stick.certified_hockey_stick`,
     so the result is rounded down. A larger grid falls back to t = 1 (one
     slot), and then, for ``paper``, to the one-slot pair of the two counts
     with the blanket alone (exact for that pair); ``dummy`` returns ``None``.
@@ -704,327 +647,3 @@ def error_bound(
         return math.inf
     data = items * lam_total if variant == "paper" else items * n
     return (n * blanket_rate + data) / lam_total**2
-
-
-@dataclass(frozen=True)
-class LevelGuarantee:
-    """One level's parameters and what they certify.
-
-    Attributes:
-        epsilon: E_k, the level's ε.
-        users: n_k.
-        share: n_k/n.
-        report_probability: λ_k.
-        delta: The certified δ at E_k for this level's users (at most the target).
-        lower_bound_delta: δ of a concrete dataset pair (:func:`level_lower_bound`), or
-            ``None`` when none is available (a level without users, or a domain too
-            small for the construction).
-        item_epsilon: ε′ = E_k/s of one slot.
-        item_delta: The certified δ′ of one slot at ε′.
-        paper_report_probability: λ that Eq. 7 with Lemma 3 would choose (a reproduction).
-        paper_delta: The certified δ at E_k of that λ (how far Eq. 7 is from the truth).
-    """
-
-    epsilon: float
-    users: int
-    share: float
-    report_probability: float
-    delta: float
-    lower_bound_delta: float | None
-    item_epsilon: float
-    item_delta: float
-    paper_report_probability: float
-    paper_delta: float
-
-    def to_dict(self) -> dict[str, float | int | None]:
-        """Return a JSON-serialisable dictionary."""
-        return {
-            "epsilon": self.epsilon,
-            "users": self.users,
-            "share": self.share,
-            "lambda": self.report_probability,
-            "delta": self.delta,
-            "lower_bound_delta": self.lower_bound_delta,
-            "item_epsilon": self.item_epsilon,
-            "item_delta": self.item_delta,
-            "paper_lambda": self.paper_report_probability,
-            "paper_lambda_certified_delta": self.paper_delta,
-        }
-
-
-@dataclass(frozen=True)
-class SegmentedParameters:
-    """The protocol's parameters for given levels, and their guarantees.
-
-    Attributes:
-        n: Number of users.
-        domain_size: d, the items of the public domain.
-        message_domain: d′ = d plus one padding symbol when padding is on.
-        items_per_user: s.
-        delta: Target δ (every level).
-        variant: ``"paper"`` or ``"dummy"``.
-        blanket_rate: m, expected blanket messages per user.
-        levels: One :class:`LevelGuarantee` per level, in level order.
-        error_bound: §5.2's bound on Σ_j E(ŵ_j − w_j)².
-        messages_per_user: Expected messages per user (blanket and data).
-    """
-
-    n: int
-    domain_size: int
-    message_domain: int
-    items_per_user: int
-    delta: float
-    variant: str
-    blanket_rate: float
-    levels: tuple[LevelGuarantee, ...]
-    error_bound: float
-    messages_per_user: float
-
-    @property
-    def report_probabilities(self) -> tuple[float, ...]:
-        """λ_k per level."""
-        return tuple(level.report_probability for level in self.levels)
-
-    def to_dict(self) -> dict[str, object]:
-        """Return a JSON-serialisable dictionary."""
-        return {
-            "n": self.n,
-            "domain_size": self.domain_size,
-            "message_domain": self.message_domain,
-            "items_per_user": self.items_per_user,
-            "delta": self.delta,
-            "variant": self.variant,
-            "blanket_rate": self.blanket_rate,
-            "error_bound": self.error_bound,
-            "messages_per_user": self.messages_per_user,
-            "levels": [level.to_dict() for level in self.levels],
-        }
-
-
-def _split(grid: tuple[float, ...], workers: int) -> list[tuple[float, ...]]:
-    """Contiguous parts of the grid, one per worker (neighbours warm-start each other)."""
-    parts = max(1, min(workers, len(grid) // 4))
-    size = math.ceil(len(grid) / parts)
-    return [grid[i : i + size] for i in range(0, len(grid), size)]
-
-
-#: Relative precision of λ while the grid is searched; the chosen m is then refined to 1e-3.
-_SEARCH_RTOL = 1e-2
-
-
-def _grid_points(
-    job: tuple[
-        tuple[float, ...], tuple[float, ...], tuple[int, ...], float, int, int, Variant, float
-    ],
-) -> list[tuple[float, float, tuple[float, ...]]]:
-    """(m, error bound, λ per level) for each blanket rate of one part of the grid."""
-    rates, epsilons, counts, delta, d_msg, s, variant, rtol = job
-    n = sum(counts)
-    previous: list[float | None] = [None] * len(epsilons)
-    out = []
-    for m in rates:
-        lams: list[float] = []
-        for k, eps in enumerate(epsilons):
-            lam = calibrate_level(
-                eps,
-                delta,
-                message_domain=d_msg,
-                items=s,
-                n=n,
-                blanket_rate=m,
-                variant=variant,
-                start=previous[k],
-                rtol=rtol,
-            )
-            lams.append(lam)
-            previous[k] = lam if lam > 0 else None
-        out.append((m, error_bound(m, tuple(lams), counts, items=s, variant=variant), tuple(lams)))
-    return out
-
-
-#: Blanket rates searched when none is given (20 points over the paper's range 0.1–10):
-#: log-spaced below 1, and above 1 mostly just above an integer. At an integer rate with
-#: γ = 1 the total message count shows whether the victim sent anything and the certified
-#: λ collapses, while the best rate often sits just above an integer.
-DEFAULT_BLANKET_GRID: tuple[float, ...] = (
-    *(float(x) for x in np.round(np.geomspace(0.1, 0.9, 10), 4)),
-    *(1.02, 1.5, 2.02, 2.5, 3.02, 4.02, 5.02, 6.5, 8.02, 10.02),
-)
-
-
-def optimize_parameters(
-    levels: tuple[float, ...] | list[float],
-    level_counts: tuple[int, ...] | list[int],
-    delta: float,
-    *,
-    domain_size: int,
-    items_per_user: int,
-    padding: bool = False,
-    variant: Variant = "paper",
-    blanket_rate: float | None = None,
-    blanket_grid: tuple[float, ...] | list[float] | None = None,
-    with_paper: bool = True,
-    workers: int | None = None,
-) -> SegmentedParameters:
-    """Alg. 1 step 2 (§5.2): λ_k per level and the blanket rate m minimizing the error bound.
-
-    Each λ_k is the largest the exact accountant certifies for (E_k, δ) at
-    that m (:func:`calibrate_level`). With ``blanket_rate`` given, m is fixed;
-    otherwise every m of the grid is evaluated (δ is not monotone in m: it
-    jumps where ⌈m⌉ does) and the one with the smallest bound is kept.
-
-    Args:
-        levels: E_1 < … < E_K.
-        level_counts: n_k per level (exact or estimated), all ≥ 0.
-        delta: Target δ of every level.
-        domain_size: d.
-        items_per_user: s.
-        padding: Whether the message domain includes the padding symbol.
-        variant: ``"paper"`` or ``"dummy"``.
-        blanket_rate: A fixed m, or ``None`` to search ``blanket_grid``.
-        blanket_grid: Rates to search (default: :data:`DEFAULT_BLANKET_GRID`, 20 rates from
-            0.1 to 10).
-        with_paper: Also compute what Eq. 7 would choose (for reports).
-        workers: Processes that share the grid (default: one per core; 1 runs
-            in this process).
-
-    Raises:
-        InvalidParameterError: On bad levels or counts, or when no λ > 0 is
-            certified for some level at every m searched.
-    """
-    epsilons = tuple(check_epsilon(e, "level epsilon") for e in levels)
-    if not epsilons:
-        raise InvalidParameterError("levels must name at least one epsilon")
-    if any(b <= a for a, b in itertools.pairwise(epsilons)):
-        raise InvalidParameterError(f"levels must be strictly increasing, got {list(levels)}")
-    counts = tuple(check_int(c, "level count", minimum=0) for c in level_counts)
-    if len(counts) != len(epsilons):
-        raise InvalidParameterError(
-            f"level_counts has {len(counts)} entries for {len(epsilons)} levels"
-        )
-    n = sum(counts)
-    if n < 1:
-        raise InvalidParameterError("level_counts must sum to at least one user")
-    delta = check_delta(delta)
-    d = check_int(domain_size, "domain_size", minimum=2)
-    s = check_int(items_per_user, "items_per_user", minimum=1)
-    variant = _check_variant(variant)
-    d_msg = d + (1 if padding else 0)
-    grid = (
-        (blanket_rate,)
-        if blanket_rate is not None
-        else tuple(blanket_grid if blanket_grid is not None else DEFAULT_BLANKET_GRID)
-    )
-    chunks = _split(grid, workers if workers is not None else (os.cpu_count() or 1))
-    # Search the grid with λ to 1%, then refine the chosen m's λ to 0.1% (every λ is
-    # certified either way; only the choice of m uses the coarser values).
-    search_rtol = _SEARCH_RTOL if len(grid) > 1 else 1e-3
-    jobs = [(chunk, epsilons, counts, delta, d_msg, s, variant, search_rtol) for chunk in chunks]
-    if len(jobs) > 1:
-        with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
-            results = [point for part in pool.map(_grid_points, jobs) for point in part]
-    else:
-        results = _grid_points(jobs[0])
-    best: tuple[float, float, tuple[float, ...]] | None = None
-    for m_point, bound_point, lams_point in results:
-        if best is None or bound_point < best[1]:
-            best = (m_point, bound_point, lams_point)
-    assert best is not None
-    m, bound, lams = best
-    if not math.isfinite(bound) or any(lam <= 0 for lam, c in zip(lams, counts, strict=True) if c):
-        raise InvalidParameterError(
-            f"no report probability is certified for every level at delta={delta:g} "
-            f"with blanket rates {list(grid)}; raise the blanket rate or delta"
-        )
-    if search_rtol > 1e-3:
-        lams = tuple(
-            calibrate_level(
-                eps,
-                delta,
-                message_domain=d_msg,
-                items=s,
-                n=n,
-                blanket_rate=m,
-                variant=variant,
-                start=lam,
-                failing=min(1.0, lam * (1.0 + search_rtol)),
-            )
-            if 0.0 < lam < 1.0
-            else lam
-            for eps, lam in zip(epsilons, lams, strict=True)
-        )
-        bound = error_bound(m, lams, counts, items=s, variant=variant)
-    potential, gamma = blanket_tries(n, m)
-    out = []
-    for level_index, (eps, count, lam) in enumerate(zip(epsilons, counts, lams, strict=True)):
-        item_eps = eps / s
-        # The certificate as reported (no target): what calibrate_level settled on.
-        per_item = item_delta(
-            item_eps,
-            lam,
-            message_domain=d_msg,
-            potential_blanket=potential,
-            blanket_probability=gamma,
-            variant=variant,
-        )
-        certified = group_delta(per_item, item_eps, s)
-        # The pair: one user of this level changes its set, the others keep their levels
-        # (none when the level has no user).
-        lower = (
-            level_lower_bound(
-                eps,
-                lam,
-                message_domain=d_msg,
-                items=s,
-                n=n,
-                blanket_rate=m,
-                variant=variant,
-                padding=padding,
-                others=[
-                    (other_lam, other - (1 if k == level_index else 0))
-                    for k, (other_lam, other) in enumerate(zip(lams, counts, strict=True))
-                ],
-            )
-            if count
-            else None
-        )
-        paper_lam = (
-            paper_report_probability(eps, delta, message_domain=d_msg, items=s, n=n, blanket_rate=m)
-            if with_paper
-            else math.nan
-        )
-        paper_delta = (
-            level_delta(
-                eps, paper_lam, message_domain=d_msg, items=s, n=n, blanket_rate=m, variant=variant
-            )
-            if with_paper and paper_lam > 0
-            else math.nan
-        )
-        out.append(
-            LevelGuarantee(
-                epsilon=eps,
-                users=count,
-                share=count / n,
-                report_probability=lam,
-                delta=certified,
-                lower_bound_delta=lower,
-                item_epsilon=item_eps,
-                item_delta=per_item,
-                paper_report_probability=paper_lam,
-                paper_delta=paper_delta,
-            )
-        )
-    lam_total = sum(c * lam for c, lam in zip(counts, lams, strict=True))
-    data_messages = s * lam_total / n if variant == "paper" else float(s)
-    return SegmentedParameters(
-        n=n,
-        domain_size=d,
-        message_domain=d_msg,
-        items_per_user=s,
-        delta=delta,
-        variant=variant,
-        blanket_rate=m,
-        levels=tuple(out),
-        error_bound=bound,
-        messages_per_user=m + data_messages,
-    )

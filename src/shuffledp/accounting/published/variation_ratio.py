@@ -12,7 +12,7 @@ the shuffled output is no more distinguishable than the two-count pair with
 
     C ~ Bin(n − 1, 2βp/((p − 1)q)),  w₁ = βp/(p − 1),  w₂ = β/(p − 1)
 
-(:class:`shuffledp.accounting.two_counts.TwoCountPair`). Extensions proven in
+(:class:`shuffledp.accounting.numerics.two_counts.TwoCountPair`). Extensions proven in
 the segmented paper:
 
 * Thm 2: a Binomial(n, γ) number of blanket contributors gives
@@ -28,6 +28,9 @@ the segmented paper:
 FMT's clones (Feldman, McMillan & Talwar, FOCS 2021, numerical analysis):
 C ~ Bin(n − 1, e^{−ε₀}), w₁ = e^{ε₀}/(e^{ε₀} + 1), w₂ = 1/(e^{ε₀} + 1)
 (:func:`fmt2021_numeric_pair`).
+
+Group: published bounds (``shuffledp.accounting.published``); may import the
+numerical core and other published bounds, nothing else of the accountant.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int, check_probability
-from shuffledp.accounting.two_counts import TwoCountPair
+from shuffledp.accounting.numerics.two_counts import TwoCountPair
 
 __all__ = [
     "EPSILON0_MAX",
@@ -91,7 +94,7 @@ def vr_pair(
     1. When rounding makes w₁ + w₂ exceed 1 (β at its maximum (p − 1)/(p + 1)),
     the large weight is reduced: w₁ = 1 − w₂, w₀ = 0. Otherwise w₀ = 1 − w₁ − w₂
     is derived, and the certificate charges its relative error
-    (:attr:`~shuffledp.accounting.two_counts.TwoCountPair.weight_error`).
+    (:attr:`~shuffledp.accounting.numerics.two_counts.TwoCountPair.weight_error`).
 
     Args:
         ratio: The randomizer's (p, β, q).

@@ -19,7 +19,9 @@ reported as not certified, with the reason, and is never used to calibrate.
   e^{ε₀}(e^{2ε} + 1) − 2γe^{ε − 2ε₀} (each follows from
   R(x)(y)/ω(y) ∈ [e^{−ε₀}, e^{ε₀}]). The Bennett version is integrated here
   without the reference implementation's extra 1/(m·a) factor, which makes it
-  unsound (:func:`bbgn2019_bennett_published_delta` keeps it for reproduction).
+  unsound
+  (:func:`shuffledp.accounting.reproductions.bbgn2019_bennett.bbgn2019_bennett_published_delta`
+  keeps it for reproduction).
 * :func:`fmt2021_closed_epsilon` / :func:`fmt2021_closed_delta`: Feldman,
   McMillan & Talwar, "Hiding among the clones", FOCS 2021, the closed form
   (as restated in Theorem 6 of "Per-user histograms in the shuffle model"):
@@ -28,7 +30,10 @@ reported as not certified, with the reason, and is never used to calibrate.
   (That restatement prints the last term as 8e^ε/q; FMT's has n.)
 
 The numerical bounds (FMT's clones, the variation-ratio reduction) are exact
-divergences of two-count pairs: see :mod:`shuffledp.accounting.variation_ratio`.
+divergences of two-count pairs: see :mod:`shuffledp.accounting.published.variation_ratio`.
+
+Group: published bounds (``shuffledp.accounting.published``); may import the
+numerical core and other published bounds, nothing else of the accountant.
 """
 
 from __future__ import annotations
@@ -39,12 +44,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from shuffledp._validation import check_delta, check_epsilon, check_int
-from shuffledp.accounting._binomial import DEFAULT_TAIL, binomial_window
 
 __all__ = [
     "Bound",
     "bbgn2019_bennett_delta",
-    "bbgn2019_bennett_published_delta",
     "bbgn2019_hoeffding_delta",
     "erlingsson2019_delta",
     "erlingsson2019_epsilon",
@@ -231,7 +234,9 @@ def bbgn2019_bennett_delta(epsilon: float, epsilon0: float, n: int) -> Bound:
         δ ≤ (1/(γn))·(b₊/ln(1 + β))·(1 − γ + γ·e^{−αφ(β)})ⁿ.
 
     The authors' reference implementation divides by m·(a/b₊)·ln(1 + β)
-    instead (:func:`bbgn2019_bennett_published_delta`); that is smaller by a
+    instead
+    (:func:`shuffledp.accounting.reproductions.bbgn2019_bennett.bbgn2019_bennett_published_delta`);
+    that is smaller by a
     factor m·a and falls below the exact expectation once m·a > 1. Evaluated in
     log space, so any ε₀ works.
     """
@@ -249,36 +254,6 @@ def bbgn2019_bennett_delta(epsilon: float, epsilon0: float, n: int) -> Bound:
         + n * math.log1p(-math.exp(k.log_gamma) * (-math.expm1(-alpha_phi)))
     )
     return Bound(_upper_exp(log_delta), True)
-
-
-def bbgn2019_bennett_published_delta(epsilon: float, epsilon0: float, n: int) -> Bound:
-    """The Bennett bound as the authors' reference implementation computes it (not certified).
-
-    δ = (1/(γn))·E_{M∼Bin(n,γ)}[e^{−Mαφ(β)}/(M·(a/b₊)·ln(1 + β))] over M ≥ 1. Kept for
-    reproduction: against binary randomized response at n = 1e6, ε₀ = 1,
-    ε = 0.002 it gives 8.6e-6 while a concrete dataset has δ = 1.1e-5 (tests).
-    """
-    epsilon = check_epsilon(epsilon)
-    epsilon0, n = check_epsilon(epsilon0, "epsilon0"), check_int(n, "n", minimum=1)
-    reason = "a published formula that is not a guarantee"
-    if epsilon >= epsilon0:
-        return Bound(0.0, False, reason)
-    k = _bbgn_constants(epsilon, epsilon0)
-    alpha_phi, _, log_log1p = _bennett_parts(k)
-    window = binomial_window(n, math.exp(k.log_gamma), DEFAULT_TAIL, -math.expm1(k.log_gamma))
-    m = np.arange(window.lo, window.hi + 1, dtype=np.float64)
-    keep = m >= 1
-    log_terms = (
-        -m[keep] * alpha_phi
-        - np.log(m[keep])
-        - (k.log_a - k.log_max)
-        - log_log1p
-        - k.log_gamma
-        - math.log(n)
-    )
-    with np.errstate(over="ignore"):
-        value = float(np.sum(window.pmf[keep] * np.exp(np.minimum(log_terms, 700.0))))
-    return Bound(min(1.0, value), False, reason)
 
 
 # ------------------------------------------------------------------------ FMT'21

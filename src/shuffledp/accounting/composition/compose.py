@@ -6,7 +6,7 @@ guarantee for all of them:
 
 * **PLD composition** (tight). Each report's certificate comes from a pair of
   output laws that *dominates* the mechanism for every dataset
-  (:func:`dominating_pair`; see :mod:`shuffledp.accounting.pld`). The product
+  (:func:`dominating_pair`; see :mod:`shuffledp.accounting.composition.pld`). The product
   of dominating pairs dominates the composition (Zhu, Dong & Wang,
   AISTATS 2022, Thm 10), and its privacy loss distribution is the convolution
   of the releases' PLDs (Meiser & Mohammadi, CCS 2018; Koskela, Jälkö &
@@ -37,6 +37,9 @@ The composed report states which of the two it was.
 **A personalized release** (``run segmented``: one guarantee per privacy level)
 enters at its weakest level, (maxₖ εₖ, maxₖ δₖ), which covers every user whatever
 their level (:func:`weakest_level`).
+
+Group: composition (``shuffledp.accounting.composition``); may import the
+numerical core, published bounds, certificates and ``shuffledp.privacy``.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ from shuffledp._validation import (
     check_int,
 )
 from shuffledp._wording import Parameter, Worded, plural
-from shuffledp.accounting.pld import (
+from shuffledp.accounting.composition.pld import (
     ApproxDPPair,
     DominatingPair,
     PairAccountant,
@@ -130,9 +133,9 @@ def dominating_pair(
 ) -> DominatingPair | None:
     """Return a pair dominating the mechanism behind ``report``, or ``None`` if unknown.
 
-    * ``flip-exact-fake-blanket``: :func:`shuffledp.accounting.pld.flip_dominating_pair`
+    * ``flip-exact-fake-blanket``: :func:`shuffledp.accounting.composition.pld.flip_dominating_pair`
       with parameters ``q`` and ``k`` (fake users per user) and ``report.n``.
-    * ``krr-blanket``: :func:`shuffledp.accounting.pld.krr_dominating_pair` with
+    * ``krr-blanket``: :func:`shuffledp.accounting.composition.pld.krr_dominating_pair` with
       parameters ``epsilon0`` and ``k`` (domain size) and ``report.n``; its blocks
       are refined at ε = 0, ε/4, ε/2 and ε (ε = ``report.epsilon``) unless
       ``reference_epsilons`` says otherwise.

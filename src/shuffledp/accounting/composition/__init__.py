@@ -1,0 +1,10 @@
+"""Composition: dominating pairs as privacy loss distributions, and the total of several releases.
+
+:mod:`.pld` turns each mechanism's dominating pair into a dp-accounting PLD;
+:mod:`.compose` states the guarantee of several releases on the same users (PLD
+composition or basic composition, whichever is tighter).
+
+Group rule: modules here may import the numerical core, published bounds,
+certificates and :mod:`shuffledp.privacy`; not reproductions or the questions
+layer.
+"""

@@ -1,0 +1,13 @@
+"""The exact numerical core every certificate shares.
+
+Windowed binomial pmfs with error bounds (:mod:`.binomial`), certified
+hockey-stick sums (:mod:`.hockey_stick`), two-count pairs summed exactly by
+certified blocks of lines (:mod:`.two_counts`), averages of pairs over a count
+(:mod:`.mixture`), exact two-dimensional sums when the other users are i.i.d.
+(:mod:`.iid_blanket`), and the searches that round the safe way and settle on
+the public δ (:mod:`.search`).
+
+Group rule: modules here import numpy, scipy and ``shuffledp._validation``,
+and each other; nothing else of the accountant. Importing this package imports
+none of its modules.
+"""
