@@ -16,7 +16,7 @@ from shuffledp.cli.run._release import ReleaseContext, run_to_dict
 from shuffledp.schemas import schema_id
 
 if TYPE_CHECKING:
-    from shuffledp.accounting.augmented import Variant
+    from shuffledp.accounting.certificates.augmented import Variant
     from shuffledp.protocols.augmented import AugmentedCalibration, Calibration
     from shuffledp.protocols.base import ProtocolRun
 
@@ -76,7 +76,7 @@ class AugmentedOptions:
 
 def augmented_options(args: argparse.Namespace, epsilon: float) -> AugmentedOptions:
     """Check the augmented options against each other; errors name the flags."""
-    from shuffledp.accounting.augmented import check_beta
+    from shuffledp.accounting.certificates.augmented import check_beta
 
     variant: Variant = args.variant
     beta: float | None = args.beta

@@ -319,7 +319,7 @@ def _summary(
 def execute(args: argparse.Namespace) -> int:
     """Run the segmented protocol on the input file."""
     from shuffledp._rng import child_seeds
-    from shuffledp.accounting.segmented import DEFAULT_BLANKET_GRID
+    from shuffledp.accounting.segmented_parameters import DEFAULT_BLANKET_GRID
     from shuffledp.data.sets import load_sets
     from shuffledp.protocols.segmented import run_segmented
 

@@ -10,12 +10,12 @@ protocol (Alg. 2, count-level path:
 the pooled estimator of :mod:`shuffledp.analyzers.segmented`) runs with λ_k
 from two accountings:
 
-* ``exact``: :func:`~shuffledp.accounting.segmented.calibrate_level`, the
+* ``exact``: :func:`~shuffledp.accounting.certificates.segmented.calibrate_level`, the
   largest λ_k the exact per-slot accountant certifies for (E_k, δ) (certified);
-* ``paper``: :func:`~shuffledp.accounting.segmented.paper_report_probability`,
+* ``paper``: :func:`~shuffledp.accounting.reproductions.segmented_eq7.paper_report_probability`,
   Eq. 7 with Lemma 3's pair and Thm 3's group bound (a reproduction). For
   these λ_k the experiment also records what the exact accountant certifies
-  (:func:`~shuffledp.accounting.segmented.level_delta` at E_k) and how far
+  (:func:`~shuffledp.accounting.certificates.segmented.level_delta` at E_k) and how far
   Lemma 3's per-slot δ′ lies below the exact per-slot δ′ at the same λ.
 
 λ_k(m) depends on (n, s, E_k, m, d′) only, so it is computed once per (n, s, m)
@@ -58,7 +58,7 @@ that stops inside the claim's band, as ``--quick``'s does) is ``untested``,
 with the reason. Eq. 7's λ is *not certified* where the exact accountant's
 bound, for Lemma 2's view that hands the adversary the other users' data
 messages, exceeds the target; there the δ of a concrete dataset pair in the
-real protocol (:func:`~shuffledp.accounting.segmented.level_lower_bound`)
+real protocol (:func:`~shuffledp.accounting.certificates.segmented.level_lower_bound`)
 is recorded, and only that lower bound above the target would show the λ
 not private. Every integer m in the grid's range also gets its λ (for the λ
 figure only: λ jumps there).

@@ -28,7 +28,7 @@ from scipy.stats import binom
 from shuffledp._pools import worker_pool
 from shuffledp._progress import progress_bar
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.accounting.segmented import (
+from shuffledp.accounting.certificates.segmented import (
     Variant,
     blanket_tries,
     calibrate_level,
@@ -36,9 +36,9 @@ from shuffledp.accounting.segmented import (
     item_delta,
     level_lower_bound,
     lower_bound_slots,
-    paper_report_probability,
 )
-from shuffledp.accounting.two_counts import TwoCountPair, two_count_delta
+from shuffledp.accounting.numerics.two_counts import TwoCountPair, two_count_delta
+from shuffledp.accounting.reproductions.segmented_eq7 import paper_report_probability
 from shuffledp.baselines.mm_shuffle import calibrate_blanket_rate
 
 FloatArray = NDArray[np.float64]
@@ -172,7 +172,7 @@ def _lemma3_slot_delta(epsilon: float, lam: float, d: int, blanket: int, gamma: 
     The counts of x₀ and x₁ only: ``blanket`` tries landing on the two items
     with probability 2γ/d′, the victim on x₀ with probability λ and nowhere
     otherwise. Built here rather than through
-    :func:`shuffledp.accounting.poisson.poisson_delta_lemma3`, which refuses
+    :func:`shuffledp.accounting.reproductions.poisson_lemma3.poisson_delta_lemma3`, which refuses
     q = d′λ < 1 (outside Lemma 3's stated range) where Eq. 7 still evaluates it.
     """
     rate = min(1.0, 2.0 * gamma / d)
@@ -200,7 +200,7 @@ def whole_set_lower_delta(
 
     The victim's t slots change to disjoint items and no other user holds
     those 2t items (t = s when the domain has room, see
-    :func:`~shuffledp.accounting.segmented.lower_bound_slots`; below read s
+    :func:`~shuffledp.accounting.certificates.segmented.lower_bound_slots`; below read s
     as t); the view is reduced to (A, B), the messages on
     the first and on the second set (post-processing, so this pair's δ is a
     lower bound on the mechanism's). Blanket messages land on the 2s items
@@ -210,7 +210,7 @@ def whole_set_lower_delta(
     C(T, a − s)/C(T, a), increasing in a, so each conditional hockey-stick
     divergence is P[X ≥ a* − s] − e^ε·P[X ≥ a*] (X ~ Bin(T, ½), a* the first a
     whose ratio exceeds e^ε), and δ = Σ_T P[T]·(that) — the same number as
-    :func:`~shuffledp.accounting.segmented.level_lower_bound`'s grid (the
+    :func:`~shuffledp.accounting.certificates.segmented.level_lower_bound`'s grid (the
     (A, B) ↔ (T, A) map is a bijection), at any size. T outside ±14σ is
     dropped (only lowers δ); the result is rounded down by 1e-6 relative.
 

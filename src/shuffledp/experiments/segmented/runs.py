@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from shuffledp._files import make_output_dir
 from shuffledp._progress import progress
 from shuffledp._validation import InvalidParameterError
-from shuffledp.accounting.segmented import error_bound
+from shuffledp.accounting.certificates.segmented import error_bound
 from shuffledp.analyzers.segmented import pooled_estimate
 from shuffledp.baselines import (
     calibrate_mm,

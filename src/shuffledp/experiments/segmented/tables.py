@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from shuffledp._files import write_file_atomically, write_text_atomically
-from shuffledp.accounting.segmented import level_lower_bound
+from shuffledp.accounting.certificates.segmented import level_lower_bound
 from shuffledp.experiments.segmented.calibration import _Point
 from shuffledp.experiments.segmented.config import OURS, SegmentedExperimentConfig, _Baseline
 from shuffledp.experiments.segmented.data import _data_summary, _Source
