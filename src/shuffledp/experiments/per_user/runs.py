@@ -27,21 +27,21 @@ or on the 671 MovieLens users' genre histograms
    ``oracle`` (shuffled within the true clusters). Every release is
    (ε, 0, c)-hDP per user (the report's guarantee, recorded per row).
 3. ``epsilon_prime.csv`` / ``.png``: ε′ per user for the ``t`` release
-   (:func:`~shuffledp.accounting.per_user.per_user_epsilons`, conditional on
+   (:func:`~shuffledp.accounting.per_user_epsilons.per_user_epsilons`, conditional on
    the run's grouping; an analysis number, never a release's guarantee) for
    every c of the c sweep (one ``t`` run per c at the chosen ε₁), on a fixed
    random sample of users (computing it for everyone is slow). For synthetic
    data also with the true clusters as groups (a what-if that separates the
    cost of a noisy grouping from the clusters' spread, ε₀ = ε₂(1 + ρ/Δ), Δ = 2c).
    The paper's App. C number
-   (:func:`~shuffledp.accounting.per_user.paper_per_user_epsilon`, a
+   (:func:`~shuffledp.accounting.reproductions.per_user_appendix_c.paper_per_user_epsilon`, a
    reproduction) is given for a smaller sub-sample: it builds |G|² × d
    arrays, so for groups above :data:`PAPER_MAX_GROUP` it is not called;
    when the closed form's range condition fails even at ε₀ = ε₂ and
    |Q| = |G| (then it fails for every Q ⊆ G) its value is ε, and
    ``paper_method`` says which.
 4. ``attack.csv``: Thm 1's adversary
-   (:func:`~shuffledp.accounting.per_user.regroup_attack`) on release
+   (:func:`~shuffledp.accounting.certificates.per_user.regroup_attack`) on release
    ``single`` (Alg. 2: one copy of the whole ε both groups and is released)
    and on ``t``. The adversary applies the shuffler's public pre-processing
    (clip and renormalize) and k-means with the public G.
@@ -97,12 +97,10 @@ from shuffledp._pools import worker_pool
 from shuffledp._progress import progress, progress_bar, working
 from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.accounting.api import amplified_epsilon
-from shuffledp.accounting.generic_bounds import fmt2021_closed_epsilon
-from shuffledp.accounting.per_user import (
-    paper_per_user_epsilon,
-    per_user_epsilons,
-    regroup_attack,
-)
+from shuffledp.accounting.certificates.per_user import regroup_attack
+from shuffledp.accounting.per_user_epsilons import per_user_epsilons
+from shuffledp.accounting.published.generic_bounds import fmt2021_closed_epsilon
+from shuffledp.accounting.reproductions.per_user_appendix_c import paper_per_user_epsilon
 from shuffledp.data.per_user import CountMatrix
 from shuffledp.experiments.per_user.config import (
     ATTACK_RELEASES,
