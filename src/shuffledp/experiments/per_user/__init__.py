@@ -5,14 +5,16 @@ from shuffledp.experiments.per_user.config import (
     PerUserExperimentConfig,
 )
 from shuffledp.experiments.per_user.config import _rng as _rng  # imported by tests
+from shuffledp.experiments.per_user.data import (
+    PerUserData,
+    load_data,
+)
 from shuffledp.experiments.per_user.runs import (
     ATTACK_FIELDS,
     BASELINE_FIELDS,
     EPSILON_PRIME_FIELDS,
     SWEEP_FIELDS,
     THM3_FIELDS,
-    PerUserData,
-    load_data,
     mean_l1_to_groups,
     run_per_user_experiment,
     thm4_epsilon1,
