@@ -151,6 +151,14 @@ def test_run_flip_missing_and_empty_files(tmp_path, capsys):
         "does not exist",
         output,
     )
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    _assert_bad(
+        [*BASE, "--input", str(folder), "--output", str(output)],
+        capsys,
+        "is not a regular file",
+        output,
+    )
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     _assert_bad([*BASE, "--input", str(empty), "--output", str(output)], capsys, "is empty", output)

@@ -129,7 +129,8 @@ class ColumnReader:
     ) -> None:
         self.path = Path(path)
         if not self.path.is_file():
-            raise FileNotFoundError(f"input file {str(self.path)!r} does not exist")
+            what = "is not a regular file" if self.path.exists() else "does not exist"
+            raise FileNotFoundError(f"input file {str(self.path)!r} {what}")
         if use_pyarrow not in (None, True, False):
             raise InvalidParameterError(
                 f"use_pyarrow must be None, True or False, got {use_pyarrow!r}"
