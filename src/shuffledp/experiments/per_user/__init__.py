@@ -9,16 +9,18 @@ from shuffledp.experiments.per_user.data import (
     PerUserData,
     load_data,
 )
+from shuffledp.experiments.per_user.metrics import (
+    mean_l1_to_groups,
+    top_k_precision,
+)
 from shuffledp.experiments.per_user.runs import (
     ATTACK_FIELDS,
     BASELINE_FIELDS,
     EPSILON_PRIME_FIELDS,
     SWEEP_FIELDS,
     THM3_FIELDS,
-    mean_l1_to_groups,
     run_per_user_experiment,
     thm4_epsilon1,
-    top_k_precision,
 )
 from shuffledp.experiments.per_user.runs import _t_and_r as _t_and_r  # imported by tests
 
