@@ -13,16 +13,18 @@ from shuffledp.experiments.per_user.metrics import (
     mean_l1_to_groups,
     top_k_precision,
 )
+from shuffledp.experiments.per_user.runs import _t_and_r as _t_and_r  # imported by tests
 from shuffledp.experiments.per_user.runs import (
+    run_per_user_experiment,
+    thm4_epsilon1,
+)
+from shuffledp.experiments.per_user.tables import (
     ATTACK_FIELDS,
     BASELINE_FIELDS,
     EPSILON_PRIME_FIELDS,
     SWEEP_FIELDS,
     THM3_FIELDS,
-    run_per_user_experiment,
-    thm4_epsilon1,
 )
-from shuffledp.experiments.per_user.runs import _t_and_r as _t_and_r  # imported by tests
 
 __all__ = [
     "ATTACK_FIELDS",

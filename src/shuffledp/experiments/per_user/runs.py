@@ -79,19 +79,17 @@ Decisions (stated in the CSVs too):
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from shuffledp._files import make_output_dir, write_file_atomically, write_text_atomically
+from shuffledp._files import make_output_dir
 from shuffledp._optional import require
 from shuffledp._pools import worker_pool
 from shuffledp._progress import progress, progress_bar, working
@@ -124,9 +122,21 @@ from shuffledp.experiments.per_user.metrics import (
     mean_l1_to_groups,
     top_k_precision,
 )
+from shuffledp.experiments.per_user.tables import (
+    ATTACK_FIELDS,
+    BASELINE_FIELDS,
+    EPSILON_PRIME_FIELDS,
+    SWEEP_FIELDS,
+    THM3_FIELDS,
+    _blank,
+    _data_columns,
+    _json_safe,
+    _summary,
+    _write_summary,
+    _write_tables,
+)
 from shuffledp.protocols.per_user import PerUserHistograms, PerUserRun, Release
 from shuffledp.randomizers.laplace import Neighbouring
-from shuffledp.schemas import schema_id
 from shuffledp.shuffler.grouped import simplex_rows
 
 __all__ = [
@@ -147,144 +157,6 @@ __all__ = [
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
-
-
-_DATA_COLUMNS = ("data", "n", "d", "clusters", "separation", "radius", "mean_total")
-SWEEP_FIELDS: tuple[str, ...] = (
-    *_DATA_COLUMNS,
-    "release",
-    "released_copy",
-    "epsilon",
-    "epsilon1_fraction",
-    "epsilon1",
-    "epsilon2",
-    "c",
-    "delta",
-    "neighbouring",
-    "weighting",
-    "n_init",
-    "repetitions",
-    "l1_mean",
-    "l1_se",
-    "l1_simplex_mean",
-    "l1_simplex_se",
-    "topk",
-    "topk_precision_mean",
-    "topk_precision_se",
-    "pure_group_fraction_mean",
-    "pure_group_fraction_se",
-    "majority_cluster_fraction_mean",
-    "majority_cluster_fraction_se",
-    "ari_groups_vs_true_mean",
-    "ari_groups_vs_true_se",
-    "groups_mean",
-    "empirical_optimum",
-    "thm4_epsilon1",
-    "notes",
-)
-BASELINE_FIELDS: tuple[str, ...] = (
-    *_DATA_COLUMNS,
-    "release",
-    "released_copy",
-    "status",
-    "epsilon",
-    "epsilon1",
-    "c",
-    "neighbouring",
-    "repetitions",
-    "guarantee",
-    "guarantee_epsilon",
-    "guarantee_delta",
-    "guarantee_c",
-    "guarantee_bound",
-    "noise_variance_per_coordinate",
-    "l1_mean",
-    "l1_se",
-    "l1_simplex_mean",
-    "l1_simplex_se",
-    "topk",
-    "topk_precision_mean",
-    "topk_precision_se",
-    "groups_mean",
-    "notes",
-)
-EPSILON_PRIME_FIELDS: tuple[str, ...] = (
-    *_DATA_COLUMNS,
-    "c",
-    "grouping",
-    "epsilon",
-    "epsilon1",
-    "epsilon2",
-    "delta",
-    "neighbouring",
-    "user",
-    "true_cluster",
-    "group",
-    "group_size",
-    "epsilon_prime",
-    "users_in_ball",
-    "ball_radius",
-    "local_epsilon",
-    "paper_epsilon",
-    "paper_method",
-    "sample_size",
-    "notes",
-)
-ATTACK_FIELDS: tuple[str, ...] = (
-    *_DATA_COLUMNS,
-    "release",
-    "copies",
-    "epsilon",
-    "epsilon1",
-    "c",
-    "repetitions",
-    "attack_input",
-    "ari_vs_groups_mean",
-    "ari_vs_groups_se",
-    "exact_recovery_rate",
-    "ari_groups_vs_true_mean",
-    "interpretation",
-)
-THM3_FIELDS: tuple[str, ...] = (
-    *_DATA_COLUMNS,
-    "release",
-    "epsilon",
-    "epsilon1",
-    "epsilon2",
-    "c",
-    "delta",
-    "neighbouring",
-    "repetitions",
-    "users_per_repetition",
-    "noise_term_printed",
-    "noise_term_formula",
-    "expected_noise_l1",
-    "mean_group_spread",
-    "bound_printed_mean",
-    "bound_expectation_mean",
-    "measured_l1_mean",
-    "measured_l1_se",
-    "shuffle_averaged_l1_mean",
-    "fraction_measured_above_printed",
-    "fraction_measured_above_expectation",
-    "fraction_shuffle_averaged_above_expectation",
-    "notes",
-)
-
-
-# -- data -------------------------------------------------------------------------------------
-
-
-def _data_columns(data: PerUserData, config: PerUserExperimentConfig) -> dict[str, Any]:
-    return {
-        "data": data.name,
-        "n": data.n,
-        "d": data.d,
-        "clusters": config.clusters,
-        "separation": "" if data.separation is None else data.separation,
-        "radius": "" if data.radius is None else data.radius,
-        "mean_total": float(data.counts.sum(axis=1).mean()),
-    }
 
 
 # -- metrics (vectorized over users) ----------------------------------------------------------
@@ -518,11 +390,6 @@ def _sweep_note(data: PerUserData, thm4: dict[str, Any]) -> str:
     if data.true_labels is None:
         note += "; no true clusters (real data): purity and ARI vs truth not available"
     return note
-
-
-def _blank(value: float) -> float | str:
-    """NaN as an empty CSV cell (a quantity that does not exist for these data)."""
-    return "" if isinstance(value, float) and math.isnan(value) else value
 
 
 def _thm4_for(
@@ -939,28 +806,6 @@ def _attack(
     return rows, summary
 
 
-def _write_csv(path: Path, fields: Iterable[str], rows: list[dict[str, Any]]) -> Path:
-    def write(tmp: Path) -> None:
-        with tmp.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(fields), restval="")
-            writer.writeheader()
-            writer.writerows(rows)
-
-    return write_file_atomically(path, write)
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, np.generic):
-        return _json_safe(value.item())
-    return value
-
-
 def run_per_user_experiment(
     config: PerUserExperimentConfig, output_dir: str | Path, *, plots: bool = True
 ) -> dict[str, Any]:
@@ -1039,77 +884,26 @@ def _run(config: PerUserExperimentConfig, out: Path, *, plots: bool) -> dict[str
     lap("attack")
 
     make_output_dir(out)  # only now: an interrupted run leaves no empty directory
-    files = [
-        _write_csv(out / "eps1_sweep.csv", SWEEP_FIELDS, sweep_rows),
-        _write_csv(out / "baselines.csv", BASELINE_FIELDS, base_rows),
-        _write_csv(out / "epsilon_prime.csv", EPSILON_PRIME_FIELDS, eps_rows),
-        _write_csv(out / "attack.csv", ATTACK_FIELDS, attack_rows),
-        _write_csv(out / "thm3.csv", THM3_FIELDS, thm3),
-    ]
+    files = _write_tables(out, sweep_rows, base_rows, eps_rows, attack_rows, thm3)
     ceiling_all = epsilon1 + _best_amplification(config.delta, data.n, config.epsilon - epsilon1)
-    summary: dict[str, Any] = {
-        "schema": schema_id("experiment-per-user-summary"),
-        "config": asdict(config) | {"n": data.n, "d": data.d, "source": data.source},
-        "data": _data_columns(data, config),
-        "chosen_epsilon1": epsilon1,
-        "chosen_epsilon1_fraction": best_fraction,
-        "chosen_epsilon1_rule": "argmin over the sweep of the mean L1 of release t",
-        "empirical_optimum": {
-            "t": {"epsilon1": best_fraction * config.epsilon, "l1": t_means[best_fraction]},
-            "r": {"epsilon1": best_fraction_r * config.epsilon, "l1": r_means[best_fraction_r]},
-        },
-        "thm4": thm4 | {"default_c": thm4_default},
-        "baselines": {
-            row["release"]: {
-                "status": row["status"],
-                "l1_mean": row.get("l1_mean"),
-                "l1_se": row.get("l1_se"),
-                "l1_simplex_mean": row.get("l1_simplex_mean"),
-                "topk_precision_mean": row.get("topk_precision_mean"),
-                "guarantee": row.get("guarantee"),
-                "l1_per_repetition": base_l1.get(row["release"]),
-            }
-            for row in base_rows
-        },
-        "epsilon_prime": eps_summary,
-        "epsilon_prime_sample": int(eps_sample.shape[0]),
-        "amplification_ceiling_all_users": {
-            "n": data.n,
-            "epsilon_prime": ceiling_all,
-            "meaning": "epsilon1 + the best generic bound for n identical users with "
-            "epsilon0 = epsilon2 (rho = 0): no grouping can do better",
-        },
-        "attack": attack_summary,
-        "thm3": {
-            row["release"]: {
-                k: row[k]
-                for k in (
-                    "noise_term_printed",
-                    "expected_noise_l1",
-                    "mean_group_spread",
-                    "bound_printed_mean",
-                    "bound_expectation_mean",
-                    "measured_l1_mean",
-                    "shuffle_averaged_l1_mean",
-                    "fraction_measured_above_printed",
-                    "fraction_measured_above_expectation",
-                    "fraction_shuffle_averaged_above_expectation",
-                )
-            }
-            for row in thm3
-        },
-        "notes": [
-            "every release is (epsilon, 0, c)-hDP per user; epsilon' is an analysis number "
-            "conditional on the grouping, never released",
-            "top-k precision: ties with the k-th largest true share count as true top-k",
-            "a singleton group counts as pure",
-        ]
-        + (
-            ["no true clusters: purity, ARI vs truth and the oracle baseline are unavailable"]
-            if data.true_labels is None
-            else []
-        ),
-    }
+    summary = _summary(
+        config,
+        data,
+        epsilon1=epsilon1,
+        best_fraction=best_fraction,
+        t_means=t_means,
+        best_fraction_r=best_fraction_r,
+        r_means=r_means,
+        thm4=thm4,
+        thm4_default=thm4_default,
+        base_rows=base_rows,
+        base_l1=base_l1,
+        eps_summary=eps_summary,
+        epsilon_prime_sample=int(eps_sample.shape[0]),
+        ceiling_all=ceiling_all,
+        attack_summary=attack_summary,
+        thm3_rows=thm3,
+    )
     if plots:
         from shuffledp.experiments.per_user.plots import plot_per_user
 
@@ -1119,9 +913,5 @@ def _run(config: PerUserExperimentConfig, out: Path, *, plots: bool) -> dict[str
         lap("plots")
     summary["timings_seconds"] = timings
     summary["elapsed_seconds"] = time.perf_counter() - started
-    summary_path = out / "summary.json"
-    write_text_atomically(
-        summary_path, json.dumps(_json_safe(summary), indent=2, allow_nan=False) + "\n"
-    )
-    files.append(summary_path)
+    files.append(_write_summary(out, summary))
     return {"files": [str(p) for p in files], "summary": _json_safe(summary)}
