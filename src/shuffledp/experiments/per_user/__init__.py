@@ -16,7 +16,6 @@ from shuffledp.experiments.per_user.metrics import (
 from shuffledp.experiments.per_user.runs import _t_and_r as _t_and_r  # imported by tests
 from shuffledp.experiments.per_user.runs import (
     run_per_user_experiment,
-    thm4_epsilon1,
 )
 from shuffledp.experiments.per_user.tables import (
     ATTACK_FIELDS,
@@ -24,6 +23,9 @@ from shuffledp.experiments.per_user.tables import (
     EPSILON_PRIME_FIELDS,
     SWEEP_FIELDS,
     THM3_FIELDS,
+)
+from shuffledp.experiments.per_user.theorems import (
+    thm4_epsilon1,
 )
 
 __all__ = [
