@@ -22,7 +22,7 @@ from shuffledp.randomizers.laplace import Neighbouring, check_c, check_neighbour
 
 #: Data sets of ``--data``.
 DATA_SETS: tuple[str, ...] = ("synthetic", "movielens")
-#: The sweep compares these two releases (the module docstring of :mod:`.runs`, part 1).
+#: The sweep compares these two releases (the package docstring, part 1).
 SWEEP_RELEASES: tuple[Release, ...] = ("t", "r")
 #: Baselines of part 2: (release, copy released by the baselines).
 BASELINES: tuple[tuple[Release, str], ...] = (

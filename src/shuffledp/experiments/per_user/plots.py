@@ -5,6 +5,9 @@ recommendation), ``baselines.png`` (error of every release at the chosen ε₁,
 all (ε, 0, c)-hDP), ``epsilon_prime.png`` (the per-user ε′ of the shuffled-T
 release for every c, conditional on the grouping) and ``thm3.png`` (Thm 3's
 per-user bound against the measured error).
+
+Imports nothing else of this package: it draws from the rows, the runs and the
+summary it is given.
 """
 
 from __future__ import annotations
