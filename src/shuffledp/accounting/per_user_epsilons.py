@@ -51,8 +51,8 @@ from shuffledp.accounting.api import amplified_epsilon
 from shuffledp.accounting.certificates.per_user import (
     FloatArray,
     IntArray,
-    _check_budget,
-    _k_grid,
+    ball_sizes,
+    check_budget,
 )
 from shuffledp.randomizers.laplace import Neighbouring, laplace_scale, normalized_sensitivity
 
@@ -166,7 +166,7 @@ def per_user_epsilons(
     Raises:
         InvalidParameterError: On bad parameters or shapes.
     """
-    epsilon, epsilon1, c = _check_budget(epsilon, epsilon1, c)
+    epsilon, epsilon1, c = check_budget(epsilon, epsilon1, c)
     delta = check_delta(delta)
     h = np.asarray(histograms, dtype=np.float64)
     labels = np.asarray(groups)
@@ -192,7 +192,7 @@ def per_user_epsilons(
         distances = np.sort(np.abs(h[members] - h[user]).sum(axis=1))  # includes 0 (itself)
         # k = 1 is the victim alone: no amplification, ε₀ = Δ/b₂ = ε₂.
         best = (sensitivity / b2, 1, 0.0, sensitivity / b2)
-        for k in _k_grid(len(members)).tolist()[1:]:
+        for k in ball_sizes(len(members)).tolist()[1:]:
             radius = float(distances[k - 1])
             e0 = (radius + sensitivity) / b2
             if not _worth_evaluating(e0, k):

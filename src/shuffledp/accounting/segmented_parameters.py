@@ -26,9 +26,9 @@ import numpy as np
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.accounting.certificates.segmented import (
     Variant,
-    _check_variant,
     blanket_tries,
     calibrate_level,
+    check_variant,
     error_bound,
     group_delta,
     item_delta,
@@ -247,7 +247,7 @@ def optimize_parameters(
     delta = check_delta(delta)
     d = check_int(domain_size, "domain_size", minimum=2)
     s = check_int(items_per_user, "items_per_user", minimum=1)
-    variant = _check_variant(variant)
+    variant = check_variant(variant)
     d_msg = d + (1 if padding else 0)
     grid = (
         (blanket_rate,)

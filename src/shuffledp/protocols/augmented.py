@@ -208,7 +208,7 @@ class AugmentedCalibration:
         }
 
 
-def _check_variant(variant: str) -> Variant:
+def check_variant(variant: str) -> Variant:
     if variant not in VARIANTS:
         raise InvalidParameterError(
             f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}"
@@ -249,7 +249,7 @@ def calibrate_augmented(
             not take, or a fixed ν or M whose certified δ exceeds the target.
     """
     n, d, epsilon, delta = check_target(n, domain_size, epsilon, delta)
-    variant = _check_variant(variant)
+    variant = check_variant(variant)
     if calibration not in AUGMENTED_CALIBRATIONS:
         raise InvalidParameterError(f"calibration must be 'exact' or 'paper', got {calibration!r}")
     if variant != "sageo" and nu is not None:

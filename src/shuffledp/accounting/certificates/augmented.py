@@ -156,7 +156,8 @@ def _design_epsilon(epsilon: float) -> float:
     return epsilon * (1.0 - DESIGN_MARGIN)
 
 
-def _check_law_epsilon(epsilon: float) -> float:
+def check_law_epsilon(epsilon: float) -> float:
+    """Check an ε for the augmented shuffle's dummy laws (at most :data:`MAX_EPSILON`)."""
     epsilon = check_epsilon(epsilon)
     if epsilon > MAX_EPSILON:
         raise InvalidParameterError(
@@ -399,7 +400,7 @@ def sageo_law(epsilon: float, beta: float = 1.0, nu: int = 0) -> SAGeoLaw:
     Raises:
         InvalidParameterError: If ε is out of range or β < 1 − e^{−ε/2}.
     """
-    epsilon = _check_law_epsilon(epsilon)
+    epsilon = check_law_epsilon(epsilon)
     beta = check_beta(beta, epsilon)
     nu = check_int(nu, "nu", minimum=0, maximum=_MAX_NU)
     half = _design_epsilon(epsilon) / 2.0
@@ -412,7 +413,7 @@ def sageo_law(epsilon: float, beta: float = 1.0, nu: int = 0) -> SAGeoLaw:
 
 def s1geo_beta(epsilon: float) -> float:
     """Return S1Geo's sampling rate 1 − e^{−ε'/2} at the design ε' = ε·(1 − 2⁻³⁰)."""
-    return -math.expm1(-_design_epsilon(_check_law_epsilon(epsilon)) / 2.0)
+    return -math.expm1(-_design_epsilon(check_law_epsilon(epsilon)) / 2.0)
 
 
 def s1geo_law(epsilon: float) -> tuple[SAGeoLaw, float]:
@@ -423,7 +424,7 @@ def s1geo_law(epsilon: float) -> tuple[SAGeoLaw, float]:
     pair's laws is g_R/g₀ = e^{ε'/2}/e^{−ε'/2} = e^{ε'} at most, so δ = 0 at
     every ε ≥ ε' (what :func:`sageo_delta` certifies).
     """
-    epsilon = _check_law_epsilon(epsilon)
+    epsilon = check_law_epsilon(epsilon)
     half = _design_epsilon(epsilon) / 2.0
     q_r = 1.0 / (1.0 + math.exp(half))
     return SAGeoLaw(0, 0.0, q_r), -math.expm1(-half)
@@ -618,7 +619,7 @@ def calibrate_sageo_nu(epsilon: float, delta: float, beta: float = 1.0) -> int:
         InvalidParameterError: On bad parameters, or if no ν meets the target
             within the search (ε so small that ν would exceed 1e8).
     """
-    epsilon = _check_law_epsilon(epsilon)
+    epsilon = check_law_epsilon(epsilon)
     delta = check_delta(delta)
     beta = check_beta(beta, epsilon)
     base = sageo_law(epsilon, beta, 0)

@@ -53,7 +53,8 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
-def _check_budget(epsilon: float, epsilon1: float, c: float) -> tuple[float, float, float]:
+def check_budget(epsilon: float, epsilon1: float, c: float) -> tuple[float, float, float]:
+    """Check (ε, ε₁, c) of a per-user release: ε₁ < ε (ε₂ = ε − ε₁ is the shuffled copy's)."""
     epsilon = check_epsilon(epsilon)
     epsilon1 = check_epsilon(epsilon1, "epsilon1")
     if not epsilon1 < epsilon:
@@ -79,7 +80,7 @@ def release_guarantee(
     budgets sum to ε, each scaled for ``neighbouring``'s sensitivity;
     everything else is post-processing).
     """
-    epsilon, epsilon1, c = _check_budget(epsilon, epsilon1, c)
+    epsilon, epsilon1, c = check_budget(epsilon, epsilon1, c)
     relation = neighbouring_in_words(c, neighbouring)
     return PrivacyReport(
         guarantee=ApproxDP(epsilon, 0.0),
@@ -102,7 +103,7 @@ def release_guarantee(
     )
 
 
-def _k_grid(size: int) -> IntArray:
+def ball_sizes(size: int) -> IntArray:
     """Ball sizes searched: 1, 2, 3, … growing by 1.25× up to the group's size."""
     values = {1, size}
     k = 1.0

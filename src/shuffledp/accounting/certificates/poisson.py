@@ -63,9 +63,10 @@ from shuffledp.accounting.numerics.two_counts import Rounding, TwoCountPair
 __all__ = ["poisson_delta", "poisson_delta_curve"]
 
 
-def _check(
+def check_poisson_parameters(
     report_probability: float, domain_size: int, blanket_messages: int, blanket_probability: float
 ) -> tuple[float, int, int, float]:
+    """Check (λ, d, N, γ) of the Poisson randomizer with blanket messages."""
     # Probabilities a rounding above 1 are taken as 1 (the checks allow 1 + 1e-12).
     return (
         min(1.0, check_probability(report_probability, "report_probability", high=1.0 + 1e-12)),
@@ -98,7 +99,7 @@ def poisson_delta(
             :func:`shuffledp.accounting.numerics.mixture.mixture_delta`).
     """
     epsilon = check_epsilon(epsilon)
-    lam, d, n_msg, gamma = _check(
+    lam, d, n_msg, gamma = check_poisson_parameters(
         report_probability, domain_size, blanket_messages, blanket_probability
     )
     window, pair_at, weight_error = _received_mixture(lam, d, n_msg, gamma)
@@ -120,7 +121,7 @@ def poisson_delta_curve(
     Valid at every ε, tight near ``epsilon`` (for searches of ε(δ)).
     """
     epsilon = check_epsilon(epsilon)
-    lam, d, n_msg, gamma = _check(
+    lam, d, n_msg, gamma = check_poisson_parameters(
         report_probability, domain_size, blanket_messages, blanket_probability
     )
     window, pair_at, weight_error = _received_mixture(lam, d, n_msg, gamma)

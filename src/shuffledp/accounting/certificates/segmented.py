@@ -82,7 +82,8 @@ Variant = Literal["paper", "dummy"]
 VARIANTS: tuple[str, ...] = ("paper", "dummy")
 
 
-def _check_variant(variant: str) -> Variant:
+def check_variant(variant: str) -> Variant:
+    """Check a segmented variant name: ``"paper"`` or ``"dummy"``."""
     if variant not in VARIANTS:
         raise InvalidParameterError(f"variant must be 'paper' or 'dummy', got {variant!r}")
     return "paper" if variant == "paper" else "dummy"
@@ -129,7 +130,7 @@ def item_delta(
         return 0.0  # a slot never reported (λ = 0): the two datasets' views agree
     lam = check_probability(report_probability, "report_probability", high=1.0 + 1e-12)
     d = check_int(message_domain, "message_domain", minimum=2)
-    variant = _check_variant(variant)
+    variant = check_variant(variant)
     if variant == "paper":
         return poisson_delta(
             epsilon,
@@ -316,7 +317,7 @@ def calibrate_level(
         return 0.0
 
 
-def _lemma3_item_delta(
+def lemma3_pair_delta(
     epsilon: float, lam: float, d: int, blanket: int, gamma: float, rounding: Literal["up", "down"]
 ) -> float:
     """The two counts of x₀ and x₁ without the total: the pair of Lemma 3 / Prop. 1."""
@@ -414,7 +415,7 @@ def level_lower_bound(
     d_msg = check_int(message_domain, "message_domain", minimum=2)
     s = check_int(items, "items", minimum=1)
     n = check_int(n, "n", minimum=1)
-    variant = _check_variant(variant)
+    variant = check_variant(variant)
     potential, gamma = blanket_tries(n, blanket_rate)
     if report_probability == 0:
         return 0.0  # the victim's messages never depend on its set: the views agree
@@ -432,7 +433,7 @@ def level_lower_bound(
         if value is not None:
             return value
     if variant == "paper":
-        return _lemma3_item_delta(epsilon, lam, d_msg, potential, gamma, "down")
+        return lemma3_pair_delta(epsilon, lam, d_msg, potential, gamma, "down")
     return None
 
 

@@ -155,7 +155,7 @@ def _bennett_phi(beta: float) -> float:
 
 
 @dataclass(frozen=True)
-class _LogConstants:
+class BbgnLogConstants:
     """Logarithms of BBGN's generic constants (everything here may exceed a double)."""
 
     log_gamma: float  # ln γ = −ε₀
@@ -165,10 +165,10 @@ class _LogConstants:
     log_second: float  # ln(e^{ε₀}(e^{2ε} + 1) − 2γe^{ε − 2ε₀}): c, second moment bound
 
 
-def _bbgn_constants(epsilon: float, epsilon0: float) -> _LogConstants:
+def bbgn_log_constants(epsilon: float, epsilon0: float) -> BbgnLogConstants:
     """The generic constants of the module docstring, in log space (needs ε < ε₀)."""
     log_one_plus_e2 = _log1p_exp(2.0 * epsilon)
-    return _LogConstants(
+    return BbgnLogConstants(
         log_gamma=-epsilon0,
         log_a=_log_expm1(epsilon),
         log_range=_log1p_exp(epsilon) + epsilon0 + math.log1p(-math.exp(-2.0 * epsilon0)),
@@ -190,7 +190,7 @@ def bbgn2019_hoeffding_delta(epsilon: float, epsilon0: float, n: int) -> Bound:
     epsilon0, n = check_epsilon(epsilon0, "epsilon0"), check_int(n, "n", minimum=1)
     if epsilon >= epsilon0:
         return Bound(0.0, True)
-    k = _bbgn_constants(epsilon, epsilon0)
+    k = bbgn_log_constants(epsilon, epsilon0)
     gamma = math.exp(k.log_gamma)
     ratio = math.exp(min(0.0, 2.0 * (k.log_a - k.log_range)))  # a²/b² ≤ 1
     log_delta = (
@@ -204,7 +204,7 @@ def bbgn2019_hoeffding_delta(epsilon: float, epsilon0: float, n: int) -> Bound:
     return Bound(_upper_exp(log_delta), True)
 
 
-def _bennett_parts(k: _LogConstants) -> tuple[float, float, float]:
+def bennett_parts(k: BbgnLogConstants) -> tuple[float, float, float]:
     """(α·φ(β), β, ln ln(1 + β)) with α = c/b₊², β = a·b₊/c.
 
     α·φ is capped at e^700 and taken as 0 if φ(β) underflows: both only
@@ -244,8 +244,8 @@ def bbgn2019_bennett_delta(epsilon: float, epsilon0: float, n: int) -> Bound:
     epsilon0, n = check_epsilon(epsilon0, "epsilon0"), check_int(n, "n", minimum=1)
     if epsilon >= epsilon0:
         return Bound(0.0, True)
-    k = _bbgn_constants(epsilon, epsilon0)
-    alpha_phi, _, log_log1p = _bennett_parts(k)
+    k = bbgn_log_constants(epsilon, epsilon0)
+    alpha_phi, _, log_log1p = bennett_parts(k)
     log_delta = (
         -k.log_gamma
         - math.log(n)

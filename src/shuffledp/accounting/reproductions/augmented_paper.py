@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from shuffledp._validation import check_delta
-from shuffledp.accounting.certificates.augmented import _check_law_epsilon, check_beta
+from shuffledp.accounting.certificates.augmented import check_beta, check_law_epsilon
 
 __all__ = ["paper_sageo_nu"]
 
@@ -40,7 +40,7 @@ def paper_sageo_nu(epsilon: float, delta: float, beta: float = 1.0) -> int:
     (:func:`~shuffledp.accounting.certificates.augmented.calibrate_sageo_nu`).
     Never a certificate: the protocol reports the exact δ of whatever ν it runs.
     """
-    epsilon = _check_law_epsilon(epsilon)
+    epsilon = check_law_epsilon(epsilon)
     delta = check_delta(delta)
     beta = check_beta(beta, epsilon)
     half = epsilon / 2.0

@@ -21,7 +21,7 @@ import numpy as np
 
 from shuffledp._validation import check_epsilon, check_int
 from shuffledp.accounting.numerics.binomial import DEFAULT_TAIL, binomial_window
-from shuffledp.accounting.published.generic_bounds import Bound, _bbgn_constants, _bennett_parts
+from shuffledp.accounting.published.generic_bounds import Bound, bbgn_log_constants, bennett_parts
 
 __all__ = ["bbgn2019_bennett_published_delta"]
 
@@ -38,8 +38,8 @@ def bbgn2019_bennett_published_delta(epsilon: float, epsilon0: float, n: int) ->
     reason = "a published formula that is not a guarantee"
     if epsilon >= epsilon0:
         return Bound(0.0, False, reason)
-    k = _bbgn_constants(epsilon, epsilon0)
-    alpha_phi, _, log_log1p = _bennett_parts(k)
+    k = bbgn_log_constants(epsilon, epsilon0)
+    alpha_phi, _, log_log1p = bennett_parts(k)
     window = binomial_window(n, math.exp(k.log_gamma), DEFAULT_TAIL, -math.expm1(k.log_gamma))
     m = np.arange(window.lo, window.hi + 1, dtype=np.float64)
     keep = m >= 1

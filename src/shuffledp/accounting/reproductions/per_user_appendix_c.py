@@ -27,8 +27,8 @@ from shuffledp._validation import check_delta
 from shuffledp.accounting.certificates.per_user import (
     FloatArray,
     IntArray,
-    _check_budget,
-    _k_grid,
+    ball_sizes,
+    check_budget,
 )
 from shuffledp.accounting.published.generic_bounds import fmt2021_closed_epsilon
 
@@ -52,7 +52,7 @@ def paper_per_user_epsilon(
     nested balls around the user. Where the closed form's condition
     ε₀ ≤ ln(|Q|/(16 ln(2/δ))) fails, that Q gives no amplification.
     """
-    epsilon, epsilon1, c = _check_budget(epsilon, epsilon1, c)
+    epsilon, epsilon1, c = check_budget(epsilon, epsilon1, c)
     delta = check_delta(delta)
     h = np.asarray(histograms, dtype=np.float64)
     labels = np.asarray(groups)
@@ -60,7 +60,7 @@ def paper_per_user_epsilon(
     order = np.argsort(np.abs(h[members] - h[user]).sum(axis=1), kind="stable")
     eps2 = epsilon - epsilon1
     best = eps2
-    for k in _k_grid(len(members)).tolist():
+    for k in ball_sizes(len(members)).tolist():
         if not fmt2021_closed_epsilon(eps2, k, delta).certified:
             continue  # ε₀ ≥ ε₂ for every Q: outside the closed form's range already
         diameter = _diameter(h[members[order[:k]]])

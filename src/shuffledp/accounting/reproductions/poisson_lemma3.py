@@ -17,7 +17,7 @@ questions layer, protocols, experiments and the command line.
 from __future__ import annotations
 
 from shuffledp._validation import check_epsilon
-from shuffledp.accounting.certificates.poisson import _check
+from shuffledp.accounting.certificates.poisson import check_poisson_parameters
 from shuffledp.accounting.numerics.two_counts import two_count_delta
 from shuffledp.accounting.published.variation_ratio import poisson_pair
 
@@ -34,7 +34,7 @@ def poisson_delta_lemma3(
 ) -> float:
     """Return Lemma 3's variation-ratio value (published formula; not a certificate)."""
     epsilon = check_epsilon(epsilon)
-    lam, d, n_msg, gamma = _check(
+    lam, d, n_msg, gamma = check_poisson_parameters(
         report_probability, domain_size, blanket_messages, blanket_probability
     )
     pair = poisson_pair(lam, d, n_msg, blanket_probability=gamma)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 from shuffledp._validation import check_delta, check_epsilon, check_int
-from shuffledp.accounting.certificates.segmented import _lemma3_item_delta, blanket_tries
+from shuffledp.accounting.certificates.segmented import blanket_tries, lemma3_pair_delta
 
 __all__ = ["paper_report_probability", "thm3_group_delta"]
 
@@ -54,7 +54,7 @@ def paper_report_probability(
 
     def passes(lam: float) -> bool:
         return (
-            _lemma3_item_delta(epsilon / s, lam, message_domain, max(0, potential - 1), gamma, "up")
+            lemma3_pair_delta(epsilon / s, lam, message_domain, max(0, potential - 1), gamma, "up")
             <= target
         )
 
