@@ -45,11 +45,11 @@ from shuffledp._validation import (
     check_int,
 )
 from shuffledp.accounting.certificates.correlated import (
-    NEIGHBOURS,
     CorrelatedNoise,
     Neighbours,
     central_dlap_parameter,
     cheapest_flooding,
+    check_neighbours,
     correlated_delta,
     correlated_epsilon,
     dlap_std,
@@ -114,14 +114,6 @@ _RELATIONS = {
         "are sent either way)"
     ),
 }
-
-
-def _check_neighbours(neighbours: Any) -> Neighbours:
-    if neighbours not in NEIGHBOURS:
-        raise InvalidParameterError(
-            f"neighbours must be 'replacement' or 'add-remove', got {neighbours!r}"
-        )
-    return "replacement" if neighbours == "replacement" else "add-remove"
 
 
 def resolve_min_honest(min_honest: MinHonest, n: int, name: str = "min_honest") -> int:
@@ -217,7 +209,7 @@ class CorrelatedCalibration:
     @property
     def central_std(self) -> float:
         """Standard deviation of the central discrete Laplace at ε (DLap(ε/2) under replacement)."""
-        return dlap_std(central_dlap_parameter(self.epsilon, _check_neighbours(self.neighbours)))
+        return dlap_std(central_dlap_parameter(self.epsilon, check_neighbours(self.neighbours)))
 
     @property
     def per_bin_std(self) -> float:
@@ -384,7 +376,7 @@ def calibrate_correlated(
     """
     n, d, epsilon, delta = check_target(n, domain_size, epsilon, delta)
     slack = check_epsilon(slack, "slack")
-    neighbours = _check_neighbours(neighbours)
+    neighbours = check_neighbours(neighbours)
     m = resolve_min_honest(min_honest, n)
     central = dlap_std(central_dlap_parameter(epsilon, neighbours))
     alpha0 = largest_alpha((1.0 + slack) * central)
@@ -444,7 +436,7 @@ def correlated_parameters(
             (δ = 1 at ε, or no ε up to 50 at δ).
     """
     n, d = check_size(n, domain_size)
-    neighbours = _check_neighbours(neighbours)
+    neighbours = check_neighbours(neighbours)
     m = resolve_min_honest(min_honest, n)
     noise = CorrelatedNoise.from_a(a, r, q)
     _check_flood_size(noise, f"a={a:g}, r={r:g}, q={q:g}")
@@ -485,7 +477,7 @@ def paper_correlated_calibration(
             certified at (ε, δ) by the exact accountant.
     """
     n, d = check_size(n, domain_size)
-    neighbours = _check_neighbours(neighbours)
+    neighbours = check_neighbours(neighbours)
     m = resolve_min_honest(min_honest, n)
     noise, _, _ = paper_flooding(epsilon, delta, gamma, neighbours=neighbours)
     _check_flood_size(noise, f"the papers' rule at epsilon={epsilon:g}, delta={delta:g}")

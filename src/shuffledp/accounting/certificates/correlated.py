@@ -98,6 +98,7 @@ __all__ = [
     "Neighbours",
     "central_dlap_parameter",
     "cheapest_flooding",
+    "check_neighbours",
     "correlated_delta",
     "correlated_epsilon",
     "dlap_std",
@@ -116,7 +117,12 @@ _UNIT_ROUNDOFF = 2.0**-53
 DEFAULT_TAIL = 1e-20
 
 
-def _check_neighbours(neighbours: str) -> Neighbours:
+def check_neighbours(neighbours: object) -> Neighbours:
+    """Return ``neighbours`` as a :data:`Neighbours` if it is one of :data:`NEIGHBOURS`.
+
+    Raises:
+        InvalidParameterError: Naming the parameter, the value and the two allowed.
+    """
     if neighbours not in NEIGHBOURS:
         raise InvalidParameterError(
             f"neighbours must be 'replacement' or 'add-remove', got {neighbours!r}"
@@ -417,7 +423,7 @@ def correlated_delta(
         tail: Mass W's window leaves out (added to an upper bound).
     """
     epsilon = check_epsilon(epsilon)
-    neighbours = _check_neighbours(neighbours)
+    neighbours = check_neighbours(neighbours)
     loss = _bin_loss(noise, tail)
     up = rounding == "up"
     a = noise.a
@@ -470,7 +476,7 @@ def correlated_epsilon(
             go below the mass of the +∞ atom, (1 − α)·P[W = 0]).
     """
     target = check_delta(delta)
-    neighbours = _check_neighbours(neighbours)
+    neighbours = check_neighbours(neighbours)
 
     def value(eps: float) -> float:
         return correlated_delta(eps, noise, neighbours=neighbours)
@@ -519,7 +525,7 @@ def generic_bin_delta(
     not a certificate). Work grows as (X + D)·D², X W's window.
     """
     epsilon = check_epsilon(epsilon)
-    neighbours = _check_neighbours(neighbours)
+    neighbours = check_neighbours(neighbours)
     if not 0.0 < alpha < 1.0:
         raise InvalidParameterError(f"alpha must be in (0, 1), got {alpha!r}")
     g = _negative_binomial_pmf(shape, alpha, tail)
@@ -574,7 +580,7 @@ def central_dlap_parameter(epsilon: float, neighbours: Neighbours = "replacement
     ε/2 for replacement (a histogram's L1 sensitivity is 2), ε for add/remove (1).
     """
     epsilon = check_epsilon(epsilon)
-    return epsilon / 2.0 if _check_neighbours(neighbours) == "replacement" else epsilon
+    return epsilon / 2.0 if check_neighbours(neighbours) == "replacement" else epsilon
 
 
 def largest_alpha(std: float) -> float:
@@ -609,7 +615,7 @@ def flooding_floor(
     """
     epsilon = check_epsilon(epsilon)
     a = -math.log(alpha)
-    if _check_neighbours(neighbours) == "replacement":
+    if check_neighbours(neighbours) == "replacement":
         return (1.0 / (1.0 + alpha)) ** 2 * max(0.0, -math.expm1(epsilon - 2.0 * a))
     return (1.0 / (1.0 + alpha)) * max(0.0, -math.expm1(epsilon - a))
 
@@ -663,7 +669,7 @@ def cheapest_flooding(
     """
     epsilon = check_epsilon(epsilon)
     target = check_delta(delta)
-    neighbours = _check_neighbours(neighbours)
+    neighbours = check_neighbours(neighbours)
     floor = flooding_floor(epsilon, alpha, neighbours=neighbours)
     if floor >= target:
         a = -math.log(alpha)

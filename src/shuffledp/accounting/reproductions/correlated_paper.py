@@ -38,9 +38,9 @@ from typing import Any
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon
 from shuffledp.accounting.certificates.correlated import (
-    NEIGHBOURS,
     CorrelatedNoise,
     Neighbours,
+    check_neighbours,
     correlated_delta,
     correlated_epsilon,
 )
@@ -123,10 +123,7 @@ def paper_flooding(
     delta = check_delta(delta)
     if not (isinstance(gamma, int | float) and 0.0 < gamma < 1.0):
         raise InvalidParameterError(f"gamma must be in the open interval (0, 1), got {gamma!r}")
-    if neighbours not in NEIGHBOURS:
-        raise InvalidParameterError(
-            f"neighbours must be 'replacement' or 'add-remove', got {neighbours!r}"
-        )
+    neighbours = check_neighbours(neighbours)
     bins = 2 if neighbours == "replacement" else 1
     a = epsilon * (1.0 - gamma) / bins
     flood_epsilon = gamma * epsilon / bins
