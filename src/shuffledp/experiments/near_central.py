@@ -52,6 +52,7 @@ from shuffledp.central import (
     laplace_histogram,
     laplace_scale,
 )
+from shuffledp.data.synthetic import zipf_histogram
 from shuffledp.schemas import schema_id
 
 __all__ = [
@@ -121,21 +122,6 @@ class NearCentralRow:
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dictionary."""
         return asdict(self)
-
-
-def zipf_histogram(n: int, d: int, exponent: float = 1.1) -> NDArray[np.int64]:
-    """A deterministic Zipf histogram: n users over d bins, counts ∝ 1/rank^exponent.
-
-    Rounded by largest remainders so the counts add up to n exactly.
-    """
-    n = check_int(n, "n", minimum=1)
-    d = check_int(d, "d", minimum=2)
-    weights = 1.0 / np.arange(1, d + 1) ** exponent
-    raw = n * weights / weights.sum()
-    counts: NDArray[np.int64] = np.floor(raw).astype(np.int64)
-    short = n - int(counts.sum())
-    counts[np.argsort(raw - counts, kind="stable")[::-1][:short]] += 1
-    return counts
 
 
 def _values(histogram: NDArray[np.int64]) -> NDArray[np.int64]:
