@@ -227,25 +227,8 @@ def load_values(
         ...                      user_column="user", per_user="first")  # doctest: +SKIP
         >>> loaded.histogram, loaded.notes  # doctest: +SKIP
     """
-    loaded = _load(
-        path,
-        column,
-        domain=domain,
-        domain_source=domain_source,
-        infer_domain=infer_domain,
-        other=other,
-        user_column=user_column,
-        per_user=per_user,
-        delimiter=delimiter,
-        encoding=encoding,
-        na_values=na_values,
-        drop_missing=drop_missing,
-        drop_missing_ids=drop_missing_ids,
-        show_progress=show_progress,
-        seed=seed,
-        use_pyarrow=use_pyarrow,
-        counts_only=False,
-    )
+    # Every argument, as given, to the one reader both functions share.
+    loaded = _load(**locals(), counts_only=False)
     assert isinstance(loaded, LoadedValues)
     return loaded
 
@@ -284,25 +267,8 @@ def load_histogram(
         InvalidParameterError: On a bad or inconsistent option, as :func:`load_values`.
         DataError: On an empty, malformed or out-of-domain file, as :func:`load_values`.
     """
-    loaded = _load(
-        path,
-        column,
-        domain=domain,
-        domain_source=domain_source,
-        infer_domain=infer_domain,
-        other=other,
-        user_column=user_column,
-        per_user=per_user,
-        delimiter=delimiter,
-        encoding=encoding,
-        na_values=na_values,
-        drop_missing=drop_missing,
-        drop_missing_ids=drop_missing_ids,
-        show_progress=show_progress,
-        seed=seed,
-        use_pyarrow=use_pyarrow,
-        counts_only=True,
-    )
+    # Every argument, as given, to the one reader both functions share.
+    loaded = _load(**locals(), counts_only=True)
     assert isinstance(loaded, LoadedHistogram)
     return loaded
 
@@ -419,81 +385,63 @@ def _load(
                 drop=Parameter("drop_missing_ids", True),
             )
         )
-    if streaming:
-        if not code_counts.any():
-            raise DataError(
-                f"no user is left in {where}: all {rows_read:,} rows have a missing value"
-            )
-        histogram, labels = encoder.finish_counts(code_counts)
-        return LoadedHistogram(
-            histogram=histogram,
-            domain=labels,
-            domain_source=source,
-            rows_read=rows_read,
-            missing_dropped=encoder.missing,
-            mapped_to_other=encoder.mapped_to_other,
-            user_column=None,
-            duplicate_rows_dropped=0,
-            one_row_per_user_assumed=True,
-            notes=(*encoder.notes(), *notes),
-        )
-    codes = np.concatenate(chunks)
-    del chunks
-    keep = codes >= 0
     duplicates = 0
-    if ids is None:
-        selected = codes[keep] if encoder.missing else codes
+    indices: NDArray[np.int64] | None = None
+    if streaming:
+        kept = int(code_counts.sum())
     else:
-        one = ids.one_per_user(keep, per_user, seed)
-        selected = codes[one.rows]
-        duplicates = one.rows_beyond_one
-        if one.users_without_value:
-            notes.append(
-                f"{one.users_without_value:,} user(s) had only rows with a missing value and "
-                "are not counted"
-            )
-        if duplicates:
-            rule = "the first row" if per_user == "first" else "one row chosen at random"
-            notes.append(
-                Worded(
-                    "{users} user(s) had several rows: each contributed {rule} ({per_user}) "
-                    "and {duplicates} other row(s) were dropped",
-                    users=f"{one.users_with_several_rows:,}",
-                    rule=rule,
-                    per_user=Parameter("per_user", per_user),
-                    duplicates=f"{duplicates:,}",
+        codes = np.concatenate(chunks)
+        del chunks
+        keep = codes >= 0
+        if ids is None:
+            selected = codes[keep] if encoder.missing else codes
+        else:
+            one = ids.one_per_user(keep, per_user, seed)
+            selected = codes[one.rows]
+            duplicates = one.rows_beyond_one
+            if one.users_without_value:
+                notes.append(
+                    f"{one.users_without_value:,} user(s) had only rows with a missing value "
+                    "and are not counted"
                 )
-            )
-    del codes, keep
-    if len(selected) == 0:
+            if duplicates:
+                rule = "the first row" if per_user == "first" else "one row chosen at random"
+                notes.append(
+                    Worded(
+                        "{users} user(s) had several rows: each contributed {rule} ({per_user}) "
+                        "and {duplicates} other row(s) were dropped",
+                        users=f"{one.users_with_several_rows:,}",
+                        rule=rule,
+                        per_user=Parameter("per_user", per_user),
+                        duplicates=f"{duplicates:,}",
+                    )
+                )
+        del codes, keep
+        kept = len(selected)
+    if kept == 0:
         raise DataError(
             f"no user is left in {where}: all {rows_read:,} rows have a missing value"
             + ("" if ids is None or not ids.missing else " or no user id")
         )
-    indices, labels = encoder.finish(selected)
-    del selected
-    if counts_only:
-        return LoadedHistogram(
-            histogram=np.bincount(indices, minlength=len(labels)).astype(np.int64),
-            domain=labels,
-            domain_source=source,
-            rows_read=rows_read,
-            missing_dropped=encoder.missing,
-            mapped_to_other=encoder.mapped_to_other,
-            user_column=user_column,
-            duplicate_rows_dropped=duplicates,
-            one_row_per_user_assumed=user_column is None,
-            notes=(*encoder.notes(), *notes),
-        )
-    return LoadedValues(
-        indices=indices,
-        domain=labels,
-        domain_source=source,
-        rows_read=rows_read,
-        missing_dropped=encoder.missing,
-        mapped_to_other=encoder.mapped_to_other,
-        user_column=user_column,
-        duplicate_rows_dropped=duplicates,
-        one_row_per_user_assumed=user_column is None,
-        notes=(*encoder.notes(), *notes),
-    )
+    if streaming:
+        histogram, labels = encoder.finish_counts(code_counts)
+    else:
+        indices, labels = encoder.finish(selected)
+        del selected
+    adjusted: dict[str, Any] = {
+        "domain": labels,
+        "domain_source": source,
+        "rows_read": rows_read,
+        "missing_dropped": encoder.missing,
+        "mapped_to_other": encoder.mapped_to_other,
+        "user_column": user_column,
+        "duplicate_rows_dropped": duplicates,
+        "one_row_per_user_assumed": user_column is None,
+        "notes": (*encoder.notes(), *notes),
+    }
+    if not counts_only:
+        assert indices is not None
+        return LoadedValues(indices=indices, **adjusted)
+    if indices is not None:
+        histogram = np.bincount(indices, minlength=len(labels)).astype(np.int64)
+    return LoadedHistogram(histogram=histogram, **adjusted)
