@@ -432,18 +432,9 @@ class BinEncoder:
                 self.mapped_to_other = int(mapped.sum())
                 out[mapped] = self._other
             return out, list(self._labels)
-        used = np.flatnonzero(np.bincount(out, minlength=len(self._labels)))
-        labels = [self._labels[i] for i in used.tolist()]
-        if len(labels) < 2:
-            found = f"a single value ({labels[0]!r})" if labels else "no value"
-            raise DataError(
-                f"{self.where} has {found}, so no domain can be inferred; declare the domain"
-            )
-        domain = sorted_domain(labels)
-        rank = {label: i for i, label in enumerate(domain)}
+        used, ranks, domain = self._inferred_domain(np.bincount(out, minlength=len(self._labels)))
         order = np.full(len(self._labels), -1, dtype=np.int64)
-        order[used] = [rank[label] for label in labels]
-        self.inferred_size = len(domain)
+        order[used] = ranks
         return order[out], domain
 
     def finish_counts(
@@ -476,7 +467,27 @@ class BinEncoder:
                 self.mapped_to_other = int(counts[len(self._labels)])
                 histogram[self._other] += self.mapped_to_other
             return histogram, list(self._labels)
-        used = np.flatnonzero(counts[: len(self._labels)])
+        used, ranks, domain = self._inferred_domain(counts[: len(self._labels)])
+        histogram = np.zeros(len(domain), dtype=np.int64)
+        histogram[ranks] = counts[used]
+        return histogram, domain
+
+    def _inferred_domain(
+        self, code_counts: NDArray[np.integer]
+    ) -> tuple[NDArray[np.intp], NDArray[np.int64], list[str]]:
+        """The inferred domain: the codes kept rows use, their bins and the sorted labels.
+
+        Args:
+            code_counts: Kept rows per code (one per distinct value seen).
+
+        Returns:
+            The used codes, the bin of each in the domain, and the domain (the
+            used codes' labels sorted with :func:`sorted_domain`).
+
+        Raises:
+            DataError: If fewer than two codes are used.
+        """
+        used = np.flatnonzero(code_counts)
         labels = [self._labels[i] for i in used.tolist()]
         if len(labels) < 2:
             found = f"a single value ({labels[0]!r})" if labels else "no value"
@@ -485,10 +496,8 @@ class BinEncoder:
             )
         domain = sorted_domain(labels)
         rank = {label: i for i, label in enumerate(domain)}
-        histogram = np.zeros(len(domain), dtype=np.int64)
-        histogram[[rank[label] for label in labels]] = counts[used]
         self.inferred_size = len(domain)
-        return histogram, domain
+        return used, np.array([rank[label] for label in labels], dtype=np.int64), domain
 
     @property
     def domain_source(self) -> str:
