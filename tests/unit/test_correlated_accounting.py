@@ -30,10 +30,19 @@ from shuffledp.accounting.certificates.correlated import (
 )
 
 
-def _bin_laws(alpha: float, r: float, q: float, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """P₀ and P₁ of one bin on {0..size−1}², from scipy's pmfs (no closed form)."""
+def _bin_laws(
+    alpha: float, r: float, q: float, size: int, shape: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """P₀ and P₁ of one bin on {0..size−1}², from scipy's pmfs (no closed form).
+
+    A and A′ are NB(``shape``, α): Geo(α) at shape 1, the totals of a fraction
+    ``shape`` of the honest users' noise below it.
+    """
     k = np.arange(size)
-    g = stats.geom.pmf(k + 1, 1.0 - alpha)  # P(A = k) = (1 − α)α^k
+    if shape == 1.0:
+        g = stats.geom.pmf(k + 1, 1.0 - alpha)  # P(A = k) = (1 − α)α^k
+    else:
+        g = stats.nbinom.pmf(k, shape, 1.0 - alpha)
     w = stats.nbinom.pmf(k, r, 1.0 - q) if r > 0 else (k == 0).astype(float)
     p0 = np.zeros((size, size))
     for x in range(size):
@@ -268,6 +277,57 @@ def test_fewer_honest_users_cost_epsilon_and_all_of_them_cost_nothing_extra():
     assert full < nine < three_quarters
     with pytest.raises(InvalidParameterError, match="fraction must be in"):
         epsilon_with_fewer_honest(1e-6, noise, 1.5)
+
+
+# (α, β, r, q): A, A′ ~ NB(β, α), W ~ NB(r, q) — a fraction β of the honest users' noise.
+FEWER = [
+    (math.exp(-1.0), 0.5, 1.0, 0.3),
+    (math.exp(-0.7), 0.25, 0.75, 0.5),
+    (math.exp(-1.5), 0.9, 2.7, 0.1),
+    (math.exp(-1.0), 0.05, 0.1, 0.3),  # almost no noise left
+]
+
+
+@pytest.mark.parametrize(("alpha", "shape", "r", "q"), FEWER)
+@pytest.mark.parametrize("eps", [0.05, 1.0, 2.5])
+def test_fewer_honest_delta_matches_the_whole_joint_law(alpha, shape, r, q, eps):
+    # The generalized discrete Laplace has no closed form here: generic_bin_delta is the
+    # only algorithm behind epsilon_with_fewer_honest, so it is checked against the joint law.
+    p0, p1 = _bin_laws(alpha, r, q, 64, shape=shape)
+    kwargs = dict(alpha=alpha, shape=shape, flood_r=r, flood_q=q)
+    brute = _brute_replacement(eps, p0, p1)
+    found = generic_bin_delta(eps, **kwargs)
+    # Its truncation adds about 2·(3·1e-16 + 1e-14) (an upper bound up to floating point).
+    assert brute <= found <= brute + 1e-13
+    brute_ar = _brute_add_remove(eps, p0, p1)
+    found_ar = generic_bin_delta(eps, neighbours="add-remove", **kwargs)
+    assert brute_ar <= found_ar <= brute_ar + 1e-13
+
+
+@pytest.mark.parametrize(
+    ("fraction", "target"), [(0.5, 0.3), (0.5, 0.69), (0.25, 0.5), (0.05, 0.9)]
+)
+def test_fewer_honest_epsilon_meets_its_delta_and_is_the_smallest(fraction, target):
+    from shuffledp.accounting.certificates.correlated import epsilon_with_fewer_honest
+
+    noise = CorrelatedNoise(math.exp(-1.0), 8.0, 0.6)
+
+    def delta_at(e: float) -> float:
+        return generic_bin_delta(
+            e,
+            alpha=noise.alpha,
+            shape=fraction,
+            flood_r=noise.flood_r * fraction,
+            flood_q=noise.flood_q,
+        )
+
+    eps = epsilon_with_fewer_honest(target, noise, fraction)
+    assert delta_at(eps) <= target
+    # The bisection stops at a relative 1e-4: just below its bracket, δ exceeds the target.
+    assert eps <= 2e-6 or delta_at(eps * (1 - 2e-4)) > target
+    # And the joint law agrees that the pair holds.
+    p0, p1 = _bin_laws(noise.alpha, noise.flood_r * fraction, noise.flood_q, 100, shape=fraction)
+    assert _brute_replacement(eps, p0, p1) <= target
 
 
 def test_infeasible_two_sided_parts_are_refused_at_once_with_the_floor():
