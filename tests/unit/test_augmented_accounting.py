@@ -181,12 +181,37 @@ def test_d2_with_beta_below_one_stays_below_the_pair() -> None:
     assert values[-1] < 0.9 * certified
 
 
+def test_d2_pair_is_attained_by_one_user_or_at_beta_one() -> None:
+    # The protocol reports the pair rounded down as a lower bound at d = 2 when n = 1 or
+    # beta = 1 (calibrate_augmented's `attained`): the whole output's delta is the pair there.
+    epsilon = 2.0
+    for beta, others in [
+        (0.75, ()),
+        (minimum_beta(epsilon) + 1e-3, ()),
+        (1.0, (0,)),
+        (1.0, (1, 1)),
+    ]:
+        law = sageo_law(epsilon, beta, 2)
+        lower = sageo_delta(epsilon, law, beta, rounding="down")
+        value = _full_output_delta(others, 0, 1, law, beta, epsilon, 2)
+        assert lower <= value * (1 + 1e-12) + 1e-300
+        assert value == pytest.approx(sageo_delta(epsilon, law, beta), rel=1e-9)
+
+
 # ---------------------------------------------------------------------------- calibration
 
 
 @pytest.mark.parametrize(
     ("epsilon", "delta", "beta"),
-    [(1.0, 1e-6, 1.0), (1.0, 1e-6, 0.8), (0.1, 1e-8, 1.0), (5.0, 1e-9, 0.95), (1.0, 0.3, 1.0)],
+    [
+        (1.0, 1e-6, 1.0),
+        (1.0, 1e-6, 0.8),
+        (0.1, 1e-8, 1.0),
+        (5.0, 1e-9, 0.95),
+        (1.0, 0.3, 1.0),
+        (1.0, 1e-6, minimum_beta(1.0) + 1e-4),  # beta just above its minimum: q_l tiny
+        (1e-3, 1e-6, 1.0),  # epsilon tiny: nu = 11047, every smaller one checked
+    ],
 )
 def test_nu_is_the_smallest_that_the_public_certificate_accepts(epsilon, delta, beta) -> None:
     nu = calibrate_sageo_nu(epsilon, delta, beta)
