@@ -8,7 +8,7 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
-from shuffledp._validation import InvalidParameterError, check_int
+from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.cli._choices import ACCOUNTING_MECHANISMS, ACCOUNTING_METHODS
 from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
 from shuffledp.privacy import BoundKind
@@ -17,7 +17,14 @@ from shuffledp.schemas import schema_id
 if TYPE_CHECKING:
     from shuffledp.accounting.api import AccountingResult
 
-__all__ = ["MECHANISM_OPTIONS", "account_rows", "add_mechanism_options", "print_rows"]
+__all__ = [
+    "MECHANISM_OPTIONS",
+    "account_rows",
+    "add_mechanism_options",
+    "add_target_arguments",
+    "print_rows",
+    "target_arguments",
+]
 
 #: (key of the accountant's mechanism parameters, attribute of the parsed arguments);
 #: ``--domain-size`` is k-RR's k or FLIP's / the Poisson randomizer's d (see mechanism_params).
@@ -32,6 +39,47 @@ MECHANISM_OPTIONS = (
     ("items", "items"),
     ("n_x0", "n_x0"),
 )
+
+
+def add_target_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    domain_alias: str = "--k",
+    domain_help: str = "number of values d (alias --k)",
+) -> None:
+    """Declare a calibration's target: ``--n``, ``--domain-size``, ``--epsilon`` and ``--delta``.
+
+    Args:
+        parser: The command's parser.
+        domain_alias: The other spelling of ``--domain-size``.
+        domain_help: Its help text.
+    """
+    parser.add_argument("--n", required=True, type=integer, help="number of users")
+    parser.add_argument(
+        "--domain-size",
+        domain_alias,
+        dest="domain_size",
+        required=True,
+        type=integer,
+        help=domain_help,
+    )
+    parser.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
+    parser.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
+
+
+def target_arguments(args: argparse.Namespace) -> tuple[int, int, float, float]:
+    """Return the target (n, d, ε, δ) of :func:`add_target_arguments`, checked.
+
+    Raises:
+        InvalidParameterError: Naming the first flag out of range (n ≥ 1, d ≥ 2,
+            ε > 0, δ in (0, 1)).
+    """
+    return (
+        checked(check_int, args.n, "--n", minimum=1),
+        checked(check_int, args.domain_size, "--domain-size", minimum=2),
+        checked(check_epsilon, args.epsilon, "--epsilon"),
+        checked(check_delta, args.delta, "--delta"),
+    )
 
 
 def mechanism_params(args: argparse.Namespace, *, need_epsilon0: bool = True) -> dict[str, Any]:

@@ -7,8 +7,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from shuffledp._validation import check_delta, check_epsilon, check_int
-from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
+from shuffledp.cli._common import fmt, fmt_bound
+from shuffledp.cli.account._shared import add_target_arguments, target_arguments
 from shuffledp.cli.run.augmented import add_augmented_arguments, augmented_options
 from shuffledp.schemas import schema_id
 
@@ -21,12 +21,7 @@ HELP = "augmented shuffle: dummy law, exact delta and per-bin std vs central DLa
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
-    parser.add_argument("--n", required=True, type=integer, help="number of users")
-    parser.add_argument(
-        "--domain-size", "--d", dest="domain_size", required=True, type=integer, help="bins d"
-    )
-    parser.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
-    parser.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
+    add_target_arguments(parser, domain_alias="--d", domain_help="bins d")
     add_augmented_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=execute)
@@ -44,10 +39,7 @@ def _comparison(n: int, d: int, epsilon: float, delta: float) -> list[AugmentedC
 
 def execute(args: argparse.Namespace) -> int:
     """Print the chosen law, its certified delta and per-bin error, and the variants."""
-    n = checked(check_int, args.n, "--n", minimum=1)
-    d = checked(check_int, args.domain_size, "--domain-size", minimum=2)
-    epsilon = checked(check_epsilon, args.epsilon, "--epsilon")
-    delta = checked(check_delta, args.delta, "--delta")
+    n, d, epsilon, delta = target_arguments(args)
     options = augmented_options(args, epsilon)
     from shuffledp.protocols.augmented import calibrate_augmented
 

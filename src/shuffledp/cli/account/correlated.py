@@ -8,9 +8,10 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
+from shuffledp._validation import InvalidParameterError
 from shuffledp.cli._choices import CORRELATED_PAPER_GAMMA
-from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
+from shuffledp.cli._common import fmt, fmt_bound, number
+from shuffledp.cli.account._shared import add_target_arguments, target_arguments
 from shuffledp.cli.run.correlated import (
     add_correlated_arguments,
     min_honest_option,
@@ -28,17 +29,7 @@ HELP = "correlated noise: exact calibration vs the papers' rule"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
-    parser.add_argument("--n", required=True, type=integer, help="number of users")
-    parser.add_argument(
-        "--domain-size",
-        "--k",
-        dest="domain_size",
-        required=True,
-        type=integer,
-        help="number of values d (alias --k)",
-    )
-    parser.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
-    parser.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
+    add_target_arguments(parser)
     add_correlated_arguments(parser)
     parser.add_argument(
         "--gamma",
@@ -68,10 +59,7 @@ def execute(args: argparse.Namespace) -> int:
     from shuffledp._progress import working
     from shuffledp.protocols.correlated import calibrate_correlated, paper_correlated_calibration
 
-    n = checked(check_int, args.n, "--n", minimum=1)
-    d = checked(check_int, args.domain_size, "--domain-size", minimum=2)
-    epsilon = checked(check_epsilon, args.epsilon, "--epsilon")
-    delta = checked(check_delta, args.delta, "--delta")
+    n, d, epsilon, delta = target_arguments(args)
     slack = slack_option(args)
     min_honest = min_honest_option(args, n)
     gamma = args.gamma

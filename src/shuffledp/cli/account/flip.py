@@ -8,8 +8,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
-from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
+from shuffledp._validation import InvalidParameterError, check_int
+from shuffledp.cli._common import checked, fmt, fmt_bound, integer
+from shuffledp.cli.account._shared import add_target_arguments, target_arguments
 from shuffledp.schemas import schema_id
 
 if TYPE_CHECKING:
@@ -21,17 +22,7 @@ HELP = "FLIP: paper vs exact calibration"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
-    parser.add_argument("--n", required=True, type=integer, help="number of users")
-    parser.add_argument(
-        "--domain-size",
-        "--k",
-        dest="domain_size",
-        required=True,
-        type=integer,
-        help="number of values d (alias --k)",
-    )
-    parser.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
-    parser.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
+    add_target_arguments(parser)
     parser.add_argument(
         "--fake-users",
         type=integer,
@@ -46,10 +37,7 @@ def execute(args: argparse.Namespace) -> int:
     """Print both calibrations side by side."""
     from shuffledp.protocols.flip import calibrate_flip, default_fake_users
 
-    n = checked(check_int, args.n, "--n", minimum=1)
-    d = checked(check_int, args.domain_size, "--domain-size", minimum=2)
-    epsilon = checked(check_epsilon, args.epsilon, "--epsilon")
-    delta = checked(check_delta, args.delta, "--delta")
+    n, d, epsilon, delta = target_arguments(args)
     k = (
         default_fake_users(n, epsilon, delta)
         if args.fake_users is None

@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from shuffledp._validation import check_delta, check_epsilon, check_int
-from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
+from shuffledp.cli._common import fmt, fmt_bound
+from shuffledp.cli.account._shared import add_target_arguments, target_arguments
 from shuffledp.schemas import schema_id
 
 NAME = "krr"
@@ -16,17 +16,7 @@ HELP = "k-RR: epsilon0 = epsilon vs exact calibration"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
-    parser.add_argument("--n", required=True, type=integer, help="number of users")
-    parser.add_argument(
-        "--domain-size",
-        "--k",
-        dest="domain_size",
-        required=True,
-        type=integer,
-        help="number of values k (alias --k)",
-    )
-    parser.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
-    parser.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
+    add_target_arguments(parser, domain_help="number of values k (alias --k)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=execute)
 
@@ -35,10 +25,7 @@ def execute(args: argparse.Namespace) -> int:
     """Print both settings side by side."""
     from shuffledp.protocols.krr import calibrate_krr
 
-    n = checked(check_int, args.n, "--n", minimum=1)
-    k = checked(check_int, args.domain_size, "--domain-size", minimum=2)
-    epsilon = checked(check_epsilon, args.epsilon, "--epsilon")
-    delta = checked(check_delta, args.delta, "--delta")
+    n, k, epsilon, delta = target_arguments(args)
     exact = calibrate_krr(n, k, epsilon, delta)
     # The paper's experiments run k-RR at epsilon0 = epsilon; certify what that gives.
     paper = calibrate_krr(n, k, epsilon, delta, epsilon0=epsilon).to_dict()
