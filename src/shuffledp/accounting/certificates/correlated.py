@@ -631,9 +631,8 @@ def _smallest_flooding_shape(
             return None
     if lo == 0.0:
         lo = hi / 2.0
-        if passes(lo):
-            while passes(lo) and lo > 1e-6:
-                hi, lo = lo, lo / 2.0
+        while lo > 1e-6 and passes(lo):
+            hi, lo = lo, lo / 2.0
     while hi - lo > rtol * hi:
         mid = 0.5 * (lo + hi)
         if passes(mid):
