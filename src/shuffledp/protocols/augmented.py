@@ -209,6 +209,11 @@ class AugmentedCalibration:
 
 
 def check_variant(variant: str) -> Variant:
+    """Return ``variant`` if it is a dummy law of the augmented protocols (``VARIANTS``).
+
+    Raises:
+        InvalidParameterError: Naming the parameter, the value and the variants allowed.
+    """
     if variant not in VARIANTS:
         raise InvalidParameterError(
             f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}"
