@@ -31,6 +31,7 @@ from shuffledp.accounting.certificates.per_user import regroup_attack
 from shuffledp.experiments.per_user.config import (
     ATTACK_RELEASES,
     BASELINES,
+    GROUPINGS,
     SWEEP_RELEASES,
     PerUserExperimentConfig,
     _rng,
@@ -301,9 +302,10 @@ def _epsilon_prime(
         run = _protocol(config, "t", epsilon1, c).run(
             data.counts, seed=_rng(config.seed, 4), true_labels=data.true_labels
         )
-        groupings = {"k-means": run.analysis.labels}
+        kmeans, truth = GROUPINGS
+        groupings = {kmeans: run.analysis.labels}
         if data.true_labels is not None:
-            groupings["true clusters"] = data.true_labels
+            groupings[truth] = data.true_labels
         for name, groups in groupings.items():
             groups_by_job[(c, name)] = groups
             jobs.append(
@@ -313,7 +315,7 @@ def _epsilon_prime(
                     histograms=h,
                     groups=groups,
                     users=sample,
-                    paper_users=paper_sample if name == "k-means" else sample[:0],
+                    paper_users=paper_sample if name == kmeans else sample[:0],
                     epsilon=config.epsilon,
                     epsilon1=epsilon1,
                     delta=config.delta,
@@ -361,7 +363,7 @@ def _epsilon_prime(
                 }
             )
         stats = _epsilon_stats(eps.epsilon_prime, eps, config)
-        if grouping == "k-means":
+        if grouping == GROUPINGS[0]:
             largest = int(np.unique(groups, return_counts=True)[1].max())
             summary[f"{c:g}"] = stats | {
                 "paper_epsilon": [v for v, _ in result["paper"].values()],
