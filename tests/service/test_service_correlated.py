@@ -27,7 +27,11 @@ from shuffledp.accounting.certificates.correlated import (
 from shuffledp.cli import main
 from shuffledp.schemas import schema_id, validate
 from shuffledp.service.client import Submission
-from shuffledp.service.shuffler import SUBMISSIONS_FORMAT
+from shuffledp.service.shuffler import (
+    DEFAULT_MAX_BODY_BYTES,
+    SUBMISSIONS_FORMAT,
+    submission_body_bytes,
+)
 from shuffledp.service.task import new_id
 from shuffledp.service.wire import (
     MessageSealer,
@@ -222,3 +226,22 @@ def test_sybils_sending_no_noise_do_not_change_the_certificate(deploy):
         stored_counts(dep).tolist()
         == (expected_counts(honest, 2 * D) + np.eye(2 * D, dtype=np.int64)[0] * 100).tolist()
     )
+
+
+def test_a_submission_at_the_cap_past_4_mib_is_within_the_default_body_limit(deploy):
+    """d = 10,000 bins, min_batch_users 100: one user's mean share count is ~61,000 (4.4 MiB).
+
+    The shuffler's default body limit grows to one submission at the task's cap
+    (81,641 ciphertexts), so an honest user is never refused for its noise shares.
+    """
+    domain = [f"v{i}" for i in range(10_000)]
+    dep = deploy("correlated", min_batch_users=100, domain=domain)
+    task = dep.task
+    cap = task.max_messages_per_submission
+    limit = submission_body_bytes(cap)
+    assert limit > DEFAULT_MAX_BODY_BYTES
+    one = MessageSealer(public_key_from_b64(task.public_key), task.task_id, 2 * 10_000).seal(0)
+    at_cap = _post(dep, [one] * cap)
+    assert at_cap.status_code == 200, at_cap.text
+    over = httpx.post(dep.submissions_url, content=b"x" * (limit + 1), timeout=60)
+    assert over.status_code == 413 and over.json()["reason"] == "body_too_large"

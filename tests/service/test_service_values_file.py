@@ -178,3 +178,26 @@ def test_bad_input_is_one_line_naming_the_flag_and_sends_nothing(deploy, tmp_pat
          "one of the arguments --value --values-file is required")  # fmt: skip
     for dep in (plain, keyed):
         assert dep.shuffler_metrics().get("requests_accepted", 0) == 0
+
+
+def test_requests_stay_within_the_shuffler_s_default_body_limit(deploy, tmp_path):
+    """Correlated users at d = 100, min_batch_users 100 send ~610 messages each (~45 KiB).
+
+    100 of them (the default --per-request) make a body of about 4.4 MiB, past the
+    shuffler's default 4 MiB: the client sends fewer per request instead of a 413.
+    """
+    domain = [f"v{i}" for i in range(100)]
+    dep = deploy("correlated", min_batch_users=100, domain=domain)
+    values = _values_file(tmp_path / "values.txt", [domain[i % 100] for i in range(200)])
+    done = _submit(dep, "--values-file", str(values))
+    assert done.returncode == 0, done.stderr
+    receipts = _receipts(done.stdout, dep.task.task_id)
+    assert len(receipts) == 200
+    metrics = dep.shuffler_metrics()
+    assert metrics["submissions_accepted"] == 200 and not metrics.get("rejected")
+    requests = metrics["requests_accepted"]
+    # Every ciphertext takes at least 74 bytes of a body (72 base64 characters, 2 quotes);
+    # the 200 users' ~122,000 messages (standard deviation ~2,200) need 3 bodies of 4 MiB.
+    messages = sum(r["messages"] for r in receipts)
+    assert requests >= max(3, -(-messages * 74 // (4 * 1024 * 1024)))
+    assert f"in {requests} requests of at most 100" in done.stderr

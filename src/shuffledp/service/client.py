@@ -36,8 +36,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from shuffledp._rng import SeedLike, make_rng
-from shuffledp._validation import DataError, InvalidParameterError, ShuffleDPError
-from shuffledp.service.shuffler import SUBMISSIONS_FORMAT
+from shuffledp._validation import DataError, InvalidParameterError, ShuffleDPError, check_int
+from shuffledp.service.shuffler import DEFAULT_MAX_BODY_BYTES, SUBMISSIONS_FORMAT
 from shuffledp.service.task import Task, TaskError, build_randomizer, load_task, new_id
 from shuffledp.service.wire import MessageSealer, b64encode, public_key_from_b64
 
@@ -96,6 +96,13 @@ class Submission:
         return item
 
 
+def _request_body(submissions: Sequence[Submission]) -> bytes:
+    """A submissions request's body, as :meth:`Client.post` sends it."""
+    return json.dumps(
+        {"format": SUBMISSIONS_FORMAT, "submissions": [s.to_json() for s in submissions]}
+    ).encode("ascii")
+
+
 def fetch_task(source: str, *, expected_digest: str | None = None, timeout: float = 10.0) -> Task:
     """Load a task document from a file or an ``http(s)://`` URL.
 
@@ -138,6 +145,8 @@ class Client:
         timeout: Seconds per HTTP request.
         retry_seconds: Give up retrying after this long (:class:`ShufflerUnavailableError`).
         http: An ``httpx.Client`` to use (default: one owned by this object).
+        max_request_bytes: Largest body :meth:`requests` groups submissions into
+            (default the shuffler's default ``--max-body-bytes``).
 
     Raises:
         FileNotFoundError: If ``task`` is a path that does not exist.
@@ -156,6 +165,7 @@ class Client:
         timeout: float = 30.0,
         retry_seconds: float = 60.0,
         http: httpx.Client | None = None,
+        max_request_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
         if isinstance(task, str | os.PathLike):
             task = load_task(Path(task))
@@ -169,6 +179,7 @@ class Client:
         self.url = f"{shuffler_url.rstrip('/')}/v1/tasks/{task.task_id}/submissions"
         self.token = token
         self.retry_seconds = retry_seconds
+        self.max_request_bytes = check_int(max_request_bytes, "max_request_bytes", minimum=1)
         self._rng = make_rng(seed)
         self._randomizer = build_randomizer(task)
         self._sealer = MessageSealer(
@@ -266,9 +277,39 @@ class Client:
             ShufflerUnavailableError: If the retries ran out.
         """
         prepared = self.prepare_many(values, tokens=tokens)
-        for start in range(0, len(prepared), per_request):
-            self.post(prepared[start : start + per_request])
+        for request in self.requests(prepared, per_request):
+            self.post(request)
         return prepared
+
+    def requests(
+        self, submissions: Sequence[Submission], per_request: int
+    ) -> list[list[Submission]]:
+        """Group submissions, in order, into requests the shuffler takes.
+
+        Each holds at most ``per_request`` submissions and a body of at most
+        ``max_request_bytes`` (the shuffler's default limit: a correlated
+        user's noise shares can be thousands of messages), but for a single
+        submission larger than that alone (the shuffler's limit admits one
+        submission at the task's cap).
+        """
+        per_request = check_int(per_request, "per_request", minimum=1)
+        envelope = len(_request_body([]))  # with k items: envelope + Σ(item + 2) − 2 bytes
+        groups: list[list[Submission]] = []
+        size = 0
+        for submission in submissions:
+            item = len(json.dumps(submission.to_json())) + 2  # with its ", " separator
+            group = groups[-1] if groups else None
+            if (
+                group is None
+                or len(group) >= per_request
+                or envelope + size + item - 2 > self.max_request_bytes
+            ):
+                groups.append([submission])
+                size = item
+            else:
+                group.append(submission)
+                size += item
+        return groups
 
     def post(self, submissions: Sequence[Submission]) -> dict[str, Any]:
         """Post prepared submissions in one request, retrying transient failures.
@@ -277,9 +318,7 @@ class Client:
             SubmissionRejectedError: On a final refusal.
             ShufflerUnavailableError: If the retries ran out.
         """
-        body = json.dumps(
-            {"format": SUBMISSIONS_FORMAT, "submissions": [s.to_json() for s in submissions]}
-        ).encode("ascii")
+        body = _request_body(submissions)
         headers = {"Content-Type": "application/json"}
         deadline = time.monotonic() + self.retry_seconds
         attempt = 0

@@ -51,6 +51,7 @@ import concurrent.futures
 import contextlib
 import json
 import logging
+import math
 import re
 import threading
 from collections import Counter
@@ -65,6 +66,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from shuffledp._validation import check_int
 from shuffledp.service._server import (
     BackgroundWorker,
     RejectedError,
@@ -105,8 +107,10 @@ __all__ = [
     "batch_document",
     "batch_permutation",
     "create_shuffler_app",
+    "default_max_body_bytes",
     "parse_submissions",
     "permute_messages",
+    "submission_body_bytes",
 ]
 
 _log = logging.getLogger("shuffledp.service.shuffler")
@@ -115,7 +119,8 @@ _log = logging.getLogger("shuffledp.service.shuffler")
 SUBMISSIONS_FORMAT = "shuffledp-submissions/1"
 #: ``format`` of a batch the shuffler forwards.
 BATCH_FORMAT = "shuffledp-batch/1"
-#: Default request body limit (HTTP 413 above).
+#: Default request body limit (HTTP 413 above), unless one submission at a task's
+#: ``max_messages_per_submission`` is larger (:func:`default_max_body_bytes`).
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 #: Default most submissions per request.
 DEFAULT_MAX_SUBMISSIONS_PER_REQUEST = 1000
@@ -134,6 +139,31 @@ def permute_messages(payload: bytes) -> bytes:
     """
     rows = np.frombuffer(payload, dtype=np.uint8).reshape(-1, CIPHERTEXT_LENGTH)
     return rows[secure_permutation(rows.shape[0])].tobytes()
+
+
+def submission_body_bytes(n_messages: int) -> int:
+    """The body of a request holding one submission of ``n_messages`` ciphertexts, with a token.
+
+    As :class:`~shuffledp.service.client.Client` writes it (``json.dumps``'s
+    separators): a 32-digit submission id, ``n_messages`` base64 ciphertexts
+    and a 97-character client token.
+    """
+    n_messages = check_int(n_messages, "n_messages", minimum=0)
+    item = {"submission_id": "0" * 32, "ciphertexts": [], "token": "0" * 32 + "." + "0" * 64}
+    empty = len(json.dumps({"format": SUBMISSIONS_FORMAT, "submissions": [item]}))
+    quoted = 2 + 4 * math.ceil(CIPHERTEXT_LENGTH / 3)
+    return empty + n_messages * quoted + 2 * max(0, n_messages - 1)
+
+
+def default_max_body_bytes(task: Task) -> int:
+    """The shuffler's default body limit: :data:`DEFAULT_MAX_BODY_BYTES`, or more if needed.
+
+    A submission may carry up to the task's ``max_messages_per_submission``
+    ciphertexts; with a correlated task over many bins for few users (d = 10⁴,
+    ``min_batch_users`` 100: 81,641) even one honest user's submission passes
+    4 MiB, so the default is the larger of the two.
+    """
+    return max(DEFAULT_MAX_BODY_BYTES, submission_body_bytes(task.max_messages_per_submission))
 
 
 def batch_permutation(task: Task) -> Callable[[bytes], bytes]:
@@ -426,7 +456,7 @@ def create_shuffler_app(
     forward_url: str | None,
     forward_token: str | None,
     token_key: bytes | None = None,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_body_bytes: int | None = None,
     max_submissions_per_request: int = DEFAULT_MAX_SUBMISSIONS_PER_REQUEST,
 ) -> Starlette:
     """Return the shuffler's Starlette application (see the module docstring).
@@ -439,7 +469,8 @@ def create_shuffler_app(
         forward_url: The analyzer's base URL.
         forward_token: The bearer secret shared with the analyzer.
         token_key: The token key; required when the task admits one submission per client.
-        max_body_bytes: Largest request body (413 above).
+        max_body_bytes: Largest request body (413 above; default
+            :func:`default_max_body_bytes` of the task).
         max_submissions_per_request: Most submissions in one request.
 
     Raises:
@@ -451,6 +482,9 @@ def create_shuffler_app(
         raise InvalidParameterError(
             "the task admits one submission per client: give the token key (--token-key-file)"
         )
+    if max_body_bytes is None:
+        max_body_bytes = default_max_body_bytes(task)
+    body_limit = max_body_bytes
     metrics = ShufflerMetrics()
     permute = batch_permutation(task)
     dispatcher = Dispatcher(task, store, forward_url, forward_token, metrics, permute=permute)
@@ -486,7 +520,7 @@ def create_shuffler_app(
             metrics.reject("unknown_task")
             return error_response(RejectedError(404, "unknown_task", "no such task"))
         try:
-            body = await read_body(request, max_body_bytes)
+            body = await read_body(request, body_limit)
             subs, outcome = await ingest(body)
         except RejectedError as exc:
             metrics.reject(exc.reason)

@@ -67,8 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=integer,
         default=None,
         metavar="K",
-        help=f"with --values-file: submissions per HTTP request (default {DEFAULT_PER_REQUEST}; "
-        "the shuffler takes at most 1000 unless configured otherwise)",
+        help=f"with --values-file: most submissions per HTTP request (default "
+        f"{DEFAULT_PER_REQUEST}; the shuffler takes at most 1000 unless configured otherwise); "
+        "fewer where the body would pass 4 MiB, the shuffler's default limit",
     )
     parser.add_argument(
         "--retry-seconds", type=number, default=60.0, help="keep retrying this long (default 60)"
@@ -212,16 +213,18 @@ def _submit_file(args: argparse.Namespace) -> int:
             mine = None if tokens is None else tokens[start : start + per_request]
             # Each value is its own user: fresh randomness, its own submission id and token.
             prepared = client.prepare_many(chunk, tokens=mine)
-            try:
-                client.post(prepared)
-            except ShuffleDPError as exc:
-                raise ShuffleDPError(_stopped(exc, stored, len(values))) from None
-            sys.stdout.write("".join(_receipt(task, s) + "\n" for s in prepared))
-            sys.stdout.flush()
-            stored += len(prepared)
-            messages += sum(len(s.ciphertexts) for s in prepared)
-            requests += 1
-            bar.update(len(prepared))
+            # Fewer per request where the bodies would pass the shuffler's default limit.
+            for request in client.requests(prepared, per_request):
+                try:
+                    client.post(request)
+                except ShuffleDPError as exc:
+                    raise ShuffleDPError(_stopped(exc, stored, len(values))) from None
+                sys.stdout.write("".join(_receipt(task, s) + "\n" for s in request))
+                sys.stdout.flush()
+                stored += len(request)
+                messages += sum(len(s.ciphertexts) for s in request)
+                requests += 1
+                bar.update(len(request))
     seconds = time.perf_counter() - started
     print(
         _summary(stored, messages, requests, per_request, args.shuffler, seconds), file=sys.stderr

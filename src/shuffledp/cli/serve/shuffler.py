@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_arguments(
         parser,
         default_listen="127.0.0.1:8080",
-        max_body_help="largest request (default 4 MiB)",
+        max_body_help="largest request (default 4 MiB, or one submission at the task's "
+        "max_messages_per_submission if that is larger)",
         default_body_timeout=60.0,
     )
     parser.set_defaults(handler=execute)
@@ -62,13 +63,13 @@ def execute(args: argparse.Namespace) -> int:
     check_store_url(args.store)
     if not args.forward.startswith(("http://", "https://")):
         raise InvalidParameterError(f"--forward must be an http(s):// URL, got {args.forward!r}")
-    max_body, port_file = server_settings(args, shuffler.DEFAULT_MAX_BODY_BYTES)
+    task = load_task(args.task)
+    max_body, port_file = server_settings(args, shuffler.default_max_body_bytes(task))
     max_subs = shuffler.DEFAULT_MAX_SUBMISSIONS_PER_REQUEST
     if args.max_submissions_per_request is not None:
         max_subs = checked(
             check_int, args.max_submissions_per_request, "--max-submissions-per-request", minimum=1
         )
-    task = load_task(args.task)
     forward_token = read_secret_file(args.forward_token_file, "forward token")
     token_key = None if args.token_key_file is None else load_token_key(args.token_key_file)
     if task.one_submission_per_client and token_key is None:
@@ -83,6 +84,15 @@ def execute(args: argparse.Namespace) -> int:
             max_subs,
             task.min_batch_users - 1 + max_subs,
             task.min_batch_users - 1 + max_subs,
+        )
+    largest = shuffler.submission_body_bytes(task.max_messages_per_submission)
+    if max_body < largest:
+        logging.getLogger("shuffledp.service").warning(
+            "--max-body-bytes %d: a submission of up to max_messages_per_submission = %d "
+            "ciphertexts takes up to %d bytes; an honest client's larger one is refused (413)",
+            max_body,
+            task.max_messages_per_submission,
+            largest,
         )
     store = open_shuffler_store(args.store, task.task_id)
     app = shuffler.create_shuffler_app(
