@@ -9,9 +9,10 @@ a Python object per row on the pyarrow path.
 
 :func:`load_histogram` keeps only the users per bin. Without a user column it
 counts each batch's codes and drops the batch, so its memory is bounded by the
-domain and the batch size, whatever the number of rows (``benchmarks/ingest.py``:
-the same peak at 10⁷ and 2.5·10⁷ rows); with one it must find each user among
-all rows first, as :func:`load_values` does.
+domain and the batch size, whatever the number of rows (``benchmarks/ingest.py``
+on a 2-core VM: 283 MB at 10⁷ rows while pyarrow's read-ahead fills, then 310 MB
+at both 2.5·10⁷ and 5·10⁷); with one it must find each user among all rows
+first, as :func:`load_values` does.
 
 Nothing the file holds is silently dropped or changed: every adjustment is an
 error by default, and when an option allows it, the count is returned and
