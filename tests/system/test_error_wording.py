@@ -68,6 +68,19 @@ def _load(path: Path, **kw):
     return load_values(path, "city", show_progress=False, **kw)
 
 
+def _load_sets(path: Path, **kw):
+    return load_sets(
+        path,
+        user_column="user",
+        item_column="item",
+        level_column="level",
+        levels=(1.0,),
+        domain=DOMAIN.split(","),
+        show_progress=False,
+        **kw,
+    )
+
+
 # --- per_user ---------------------------------------------------------------------------------
 
 
@@ -148,16 +161,7 @@ def test_value_outside_the_domain(csv, capsys):
 def test_item_outside_the_domain_in_segmented(csv, capsys):
     path = csv("user,item,level\nu1,Paris,1\nu2,Oslo,1\n")
     with pytest.raises(DataError) as info:
-        load_sets(
-            path,
-            user_column="user",
-            item_column="item",
-            level_column="level",
-            levels=(1.0,),
-            domain=DOMAIN.split(","),
-            items_per_user=1,
-            show_progress=False,
-        )
+        _load_sets(path, items_per_user=1)
     assert "other=LABEL" in str(info.value)
     err = _one_line_error(_segmented(path, "--items-per-user", "1"), capsys)
     assert "--other LABEL" in err and "other=" not in err
@@ -251,17 +255,7 @@ def _segmented(path: Path, *extra: str) -> list[str]:
 def test_sets_smaller_than_s(csv, capsys):
     path = csv("user,item,level\nu1,Paris,1\nu1,Rome,1\nu2,Lyon,1\n")
     with pytest.raises(DataError) as info:
-        load_sets(
-            path,
-            user_column="user",
-            item_column="item",
-            level_column="level",
-            levels=(1.0,),
-            domain=DOMAIN.split(","),
-            items_per_user=2,
-            padding=False,
-            show_progress=False,
-        )
+        _load_sets(path, items_per_user=2, padding=False)
     message = str(info.value)
     assert "fewer than items_per_user=2 items" in message
     assert "pad them with padding=True or lower items_per_user" in message
