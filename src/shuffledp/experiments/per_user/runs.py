@@ -84,6 +84,19 @@ def _protocol(
     )
 
 
+def _error_columns(stats: dict[str, tuple[float, float]], top_k: int) -> dict[str, Any]:
+    """The per-user error columns (``tables._ERROR_FIELDS``) from (mean, se) per measure."""
+    return {
+        "l1_mean": stats["l1"][0],
+        "l1_se": stats["l1"][1],
+        "l1_simplex_mean": stats["l1_simplex"][0],
+        "l1_simplex_se": stats["l1_simplex"][1],
+        "topk": top_k,
+        "topk_precision_mean": stats["topk"][0],
+        "topk_precision_se": stats["topk"][1],
+    }
+
+
 def _t_and_r(run: PerUserRun) -> tuple[FloatArray, FloatArray]:
     """The releases ``t`` and ``r`` of one run: the same W, T, groups and permutation.
 
@@ -141,13 +154,7 @@ def _sweep(
                     "weighting": protocol.weighting,
                     "n_init": config.n_init,
                     "repetitions": len(values),
-                    "l1_mean": stats["l1"][0],
-                    "l1_se": stats["l1"][1],
-                    "l1_simplex_mean": stats["l1_simplex"][0],
-                    "l1_simplex_se": stats["l1_simplex"][1],
-                    "topk": config.top_k,
-                    "topk_precision_mean": stats["topk"][0],
-                    "topk_precision_se": stats["topk"][1],
+                    **_error_columns(stats, config.top_k),
                     "pure_group_fraction_mean": _blank(stats["pure"][0]),
                     "pure_group_fraction_se": _blank(stats["pure"][1]),
                     "majority_cluster_fraction_mean": _blank(stats["majority"][0]),
@@ -255,13 +262,7 @@ def _baselines(
                 "guarantee_c": params["c"],
                 "guarantee_bound": report.bound.value,
                 "noise_variance_per_coordinate": params["noise_variance_per_coordinate"],
-                "l1_mean": stats["l1"][0],
-                "l1_se": stats["l1"][1],
-                "l1_simplex_mean": stats["l1_simplex"][0],
-                "l1_simplex_se": stats["l1_simplex"][1],
-                "topk": config.top_k,
-                "topk_precision_mean": stats["topk"][0],
-                "topk_precision_se": stats["topk"][1],
+                **_error_columns(stats, config.top_k),
                 "groups_mean": float(np.mean([m["groups"] for m in values])),
                 "notes": _BASELINE_NOTES[release],
             }

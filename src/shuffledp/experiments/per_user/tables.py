@@ -29,6 +29,16 @@ from shuffledp.experiments.per_user.data import PerUserData
 from shuffledp.schemas import schema_id
 
 _DATA_COLUMNS = ("data", "n", "d", "clusters", "separation", "radius", "mean_total")
+#: The per-user error columns of the sweep and the baselines (runs._error_columns).
+_ERROR_FIELDS = (
+    "l1_mean",
+    "l1_se",
+    "l1_simplex_mean",
+    "l1_simplex_se",
+    "topk",
+    "topk_precision_mean",
+    "topk_precision_se",
+)
 SWEEP_FIELDS: tuple[str, ...] = (
     *_DATA_COLUMNS,
     "release",
@@ -43,13 +53,7 @@ SWEEP_FIELDS: tuple[str, ...] = (
     "weighting",
     "n_init",
     "repetitions",
-    "l1_mean",
-    "l1_se",
-    "l1_simplex_mean",
-    "l1_simplex_se",
-    "topk",
-    "topk_precision_mean",
-    "topk_precision_se",
+    *_ERROR_FIELDS,
     "pure_group_fraction_mean",
     "pure_group_fraction_se",
     "majority_cluster_fraction_mean",
@@ -77,13 +81,7 @@ BASELINE_FIELDS: tuple[str, ...] = (
     "guarantee_c",
     "guarantee_bound",
     "noise_variance_per_coordinate",
-    "l1_mean",
-    "l1_se",
-    "l1_simplex_mean",
-    "l1_simplex_se",
-    "topk",
-    "topk_precision_mean",
-    "topk_precision_se",
+    *_ERROR_FIELDS,
     "groups_mean",
     "notes",
 )
