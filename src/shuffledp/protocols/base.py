@@ -18,7 +18,6 @@ parameters certify at a given ε or δ).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
@@ -80,21 +79,9 @@ def resolve_domain(domain: DomainSpec, name: str = "domain") -> tuple[int, tuple
         raise InvalidParameterError(
             f"{name} must be the number of bins or a sequence of bin labels, got {domain!r}"
         )
-    from shuffledp.data.domains import integer_text
+    from shuffledp.data.domains import check_domain
 
-    given = tuple(domain)
-    texts = [integer_text(label) for label in given]
-    if not all(t is not None or isinstance(g, str) for t, g in zip(texts, given, strict=True)):
-        raise InvalidParameterError(
-            f"{name} labels must be strings (or integers, which stand for their decimal text), "
-            f"got {given[:5]!r}"
-        )
-    labels = tuple(str(g) if t is None else t for t, g in zip(texts, given, strict=True))
-    if len(labels) < 2:
-        raise InvalidParameterError(f"{name} needs at least two labels, got {len(labels)}")
-    if len(set(labels)) != len(labels):
-        repeated = sorted(label for label, count in Counter(labels).items() if count > 1)
-        raise InvalidParameterError(f"{name} repeats the label(s) {', '.join(map(repr, repeated))}")
+    labels = tuple(check_domain(domain, name))
     return len(labels), labels
 
 
