@@ -53,6 +53,22 @@ def _best(rows: list[dict[str, Any]], **match: Any) -> dict[str, Any] | None:
     return min(candidates, key=lambda r: r["mse_mean"]) if candidates else None
 
 
+def _same_setting_at(
+    table: list[dict[str, Any]], entry: dict[str, Any], n: int
+) -> dict[str, Any] | None:
+    """The setting of ``table`` with ``entry``'s s and shares at ``n`` users (None if absent)."""
+    return next(
+        (
+            e
+            for e in table
+            if e["n"] == n
+            and e["items_per_user"] == entry["items_per_user"]
+            and e["shares"] == entry["shares"]
+        ),
+        None,
+    )
+
+
 def _ratio_se(a: float, sa: float, b: float, sb: float) -> float:
     """Standard error of a/b (independent errors, delta method); NaN without both errors."""
     if not (a > 0 and b > 0):
@@ -361,16 +377,7 @@ def _verdicts(
         for entry in table:
             if entry["n"] != small:
                 continue
-            other = next(
-                (
-                    e
-                    for e in table
-                    if e["n"] == large
-                    and e["items_per_user"] == entry["items_per_user"]
-                    and e["shares"] == entry["shares"]
-                ),
-                None,
-            )
+            other = _same_setting_at(table, entry, large)
             if other is None:
                 continue
             for accounting in entry["ours"]:
@@ -456,16 +463,7 @@ def _m_decreases_with_n(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for entry in table:
         if entry["n"] != ns[0]:
             continue
-        other = next(
-            (
-                e
-                for e in table
-                if e["n"] == ns[-1]
-                and e["items_per_user"] == entry["items_per_user"]
-                and e["shares"] == entry["shares"]
-            ),
-            None,
-        )
+        other = _same_setting_at(table, entry, ns[-1])
         if other is None:
             continue
         for accounting in entry["ours"]:
