@@ -191,22 +191,19 @@ class ShuffleProtocol(ABC):
             raise DataError(
                 f"the protocol was calibrated for n={self.n} users but got {arr.shape[0]} values"
             )
+        if path == "count":
+            histogram = np.bincount(arr, minlength=self.domain_size).astype(np.int64)
+            del arr
+            return self._run_count_path(histogram, labels, seed)
+        if path != "message":
+            raise InvalidParameterError(f"path must be 'message' or 'count', got {path!r}")
         # Independent streams for the randomizers and the shuffle (None: OS entropy for
         # the randomizers, the cryptographic shuffle).
         randomize_seed, shuffle_seed = child_seeds(seed, 2)
-        if path == "message":
-            batch = self.randomize(arr, make_rng(randomize_seed))
-            shuffled = UniformShuffler().shuffle(batch, seed=shuffle_seed)
-            statistic = self.statistic_from_messages(shuffled)
-            messages = len(batch)
-        elif path == "count":
-            histogram = np.bincount(arr, minlength=self.domain_size).astype(np.int64)
-            del arr
-            statistic = self.sample_statistic(histogram, make_rng(randomize_seed))
-            messages = self.messages_in(statistic)
-        else:
-            raise InvalidParameterError(f"path must be 'message' or 'count', got {path!r}")
-        return self._finish(statistic, labels, path, messages, seed)
+        batch = self.randomize(arr, make_rng(randomize_seed))
+        shuffled = UniformShuffler().shuffle(batch, seed=shuffle_seed)
+        statistic = self.statistic_from_messages(shuffled)
+        return self._finish(statistic, labels, path, len(batch), seed)
 
     def run_counts(
         self,
@@ -250,8 +247,14 @@ class ShuffleProtocol(ABC):
                 f"the protocol was calibrated for n={self.n} users but the histogram counts "
                 f"{int(counts.sum())}"
             )
-        randomize_seed, _ = child_seeds(seed, 2)
-        statistic = self.sample_statistic(counts.astype(np.int64), make_rng(randomize_seed))
+        return self._run_count_path(counts.astype(np.int64), labels, seed)
+
+    def _run_count_path(
+        self, histogram: IntArray, labels: list[str] | None, seed: SeedLike
+    ) -> ProtocolRun:
+        """The count-level path from the true histogram: the randomizers' stream of ``seed``."""
+        randomize_seed, _ = child_seeds(seed, 2)  # the stream the message path's randomizers use
+        statistic = self.sample_statistic(histogram, make_rng(randomize_seed))
         return self._finish(statistic, labels, "count", self.messages_in(statistic), seed)
 
     def _finish(
