@@ -229,6 +229,26 @@ def test_settle_never_returns_a_point_that_fails_even_when_delta_wobbles():
         assert value == public(eps) <= 1e-6
 
 
+def test_largest_passing_below_returns_a_passing_point_within_rtol_or_zero():
+    from shuffledp.accounting.numerics.search import largest_passing_below
+
+    calls: list[float] = []
+
+    def passes(x: float) -> bool:
+        calls.append(x)
+        return x <= 0.0123
+
+    found = largest_passing_below(passes, 1.0, rtol=1e-3)
+    assert passes(found) and 0.0123 / (1.0 + 1e-3) <= found <= 0.0123
+    # A known passing lower end skips the downward probes.
+    calls.clear()
+    found = largest_passing_below(passes, 0.02, rtol=1e-3, lo=0.01)
+    assert passes(found) and 0.0123 / (1.0 + 1e-3) <= found
+    assert min(calls) >= 0.01
+    # Nothing above the floor passes: 0.0, never a failing point.
+    assert largest_passing_below(lambda x: x <= 1e-12, 1.0, rtol=1e-3) == 0.0
+
+
 # -- the segmented protocol and its baselines settle too -------------------------------------
 
 

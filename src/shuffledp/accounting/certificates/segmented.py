@@ -62,7 +62,7 @@ from shuffledp.accounting.numerics.binomial import (
 )
 from shuffledp.accounting.numerics.hockey_stick import certified_hockey_stick
 from shuffledp.accounting.numerics.mixture import mixture_delta
-from shuffledp.accounting.numerics.search import settle_largest
+from shuffledp.accounting.numerics.search import largest_passing_below, settle_largest
 from shuffledp.accounting.numerics.two_counts import TwoCountPair, two_count_delta
 
 __all__ = [
@@ -294,21 +294,9 @@ def calibrate_level(
                 lo, step = probe, step * step
         else:
             hi = probe
+    lo = largest_passing_below(passes, hi, rtol=rtol, lo=lo)
     if lo == 0.0:
-        probe = hi / 4.0
-        while probe > 1e-9:
-            if passes(probe):
-                lo = probe
-                break
-            hi, probe = probe, probe / 4.0
-        if lo == 0.0:
-            return 0.0
-    while hi / lo > 1.0 + rtol:
-        mid = math.sqrt(lo * hi)
-        if passes(mid):
-            lo = mid
-        else:
-            hi = mid
+        return 0.0
     # The comparisons above may stop refining once decided; the answer settles on
     # the certificate as reported (level_delta with no target).
     try:

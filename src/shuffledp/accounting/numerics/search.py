@@ -29,6 +29,7 @@ from shuffledp._validation import InvalidParameterError
 
 __all__ = [
     "largest_passing",
+    "largest_passing_below",
     "settle_epsilon",
     "settle_largest",
     "settle_smallest",
@@ -93,8 +94,55 @@ def largest_passing(
         raise ValueError(f"the lower end of the search bracket ({lo:g}) does not pass")
     if passes(hi):
         return hi
+    return _bisect_largest(passes, lo, hi, tolerance)
+
+
+def _bisect_largest(
+    passes: Callable[[float], bool], lo: float, hi: float, tolerance: float
+) -> float:
+    """Bisect [lo, hi] (``lo`` passes, ``hi`` fails) to relative ``tolerance``; return ``lo``."""
     while hi - lo > tolerance * hi:
         mid = 0.5 * (lo + hi)
+        if passes(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def largest_passing_below(
+    passes: Callable[[float], bool],
+    hi: float,
+    *,
+    rtol: float,
+    lo: float = 0.0,
+    floor: float = 1e-9,
+) -> float:
+    """Return (to relative ``rtol``) the largest x in (0, ``hi``) with ``passes(x)``, or 0.0.
+
+    ``passes`` must be monotone: True below some threshold, False above, and
+    ``hi`` must fail. Without a passing ``lo`` (0.0), probes ``hi``/4, ``hi``/16, …
+    down to ``floor`` for one; then bisects on a log scale. The returned x
+    always satisfies ``passes`` (0.0 when nothing above ``floor`` does).
+
+    Args:
+        passes: Monotone predicate.
+        hi: A value that fails (the bracket's upper end).
+        rtol: Stop when hi/lo − 1 ≤ rtol.
+        lo: A value known to pass, or 0.0 when none is known.
+        floor: The smallest probe tried when ``lo`` is 0.0.
+    """
+    if lo == 0.0:
+        probe = hi / 4.0
+        while probe > floor:
+            if passes(probe):
+                lo = probe
+                break
+            hi, probe = probe, probe / 4.0
+        if lo == 0.0:
+            return 0.0
+    while hi / lo > 1.0 + rtol:
+        mid = math.sqrt(lo * hi)
         if passes(mid):
             lo = mid
         else:
@@ -234,13 +282,7 @@ def settle_largest(
         if lo <= floor:
             raise ValueError(f"no value down to {floor:g} passes the certificate")
         hi, step = lo, min(1.0, step * 4.0)
-    while hi - lo > tolerance * hi:
-        mid = 0.5 * (lo + hi)
-        if passes(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return _bisect_largest(passes, lo, hi, tolerance)
 
 
 def settle_smallest(

@@ -20,6 +20,7 @@ import math
 
 from shuffledp._validation import check_delta, check_epsilon, check_int
 from shuffledp.accounting.certificates.segmented import blanket_tries, lemma3_pair_delta
+from shuffledp.accounting.numerics.search import largest_passing_below
 
 __all__ = ["paper_report_probability", "thm3_group_delta"]
 
@@ -60,19 +61,4 @@ def paper_report_probability(
 
     if passes(1.0):
         return 1.0
-    lo, hi = 0.0, 1.0
-    probe = 0.25
-    while probe > 1e-9:
-        if passes(probe):
-            lo = probe
-            break
-        hi, probe = probe, probe / 4.0
-    if lo == 0.0:
-        return 0.0
-    while hi / lo > 1.0 + rtol:
-        mid = math.sqrt(lo * hi)
-        if passes(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return largest_passing_below(passes, 1.0, rtol=rtol)
