@@ -248,6 +248,7 @@ def test_an_old_path_imports_with_a_warning_and_exports_every_old_name(
         assert module is importlib.import_module(homes[0])
     else:
         assert set(OLD_EXPORTS[old]) <= set(dir(module))
+        assert {"__name__", "__doc__", "__all__", "__spec__"} <= set(dir(module))
         with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
             _ = module.not_a_name
 

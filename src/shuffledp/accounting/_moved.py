@@ -71,7 +71,7 @@ class _SplitModule(types.ModuleType):
         raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
 
     def __dir__(self) -> list[str]:
-        names: set[str] = set()
+        names = set(self.__dict__) - {"_homes"}  # __name__, __doc__, __all__, … as any module
         for home in self._homes:
             names.update(getattr(home, "__all__", dir(home)))
         return sorted(names)
