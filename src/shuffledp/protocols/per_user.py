@@ -38,6 +38,7 @@ Whether the shuffle amplifies is the business of
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -72,6 +73,7 @@ from shuffledp.shuffler.grouped import (
 
 __all__ = [
     "BASELINE_COPIES",
+    "LAPLACE_95_STDERRS",
     "PER_USER_METHOD",
     "RELEASES",
     "PerUserAnalysis",
@@ -91,6 +93,12 @@ RELEASES: tuple[str, ...] = get_args(Release)
 BASELINE_COPIES: tuple[str, ...] = get_args(BaselineCopy)
 #: The method name of every variant's report.
 PER_USER_METHOD = "per-user-laplace-local"
+
+#: Half-width, in standard errors, of a 95% interval for one Laplace draw: b·ln 20 with
+#: σ = √2·b, so ln(20)/√2 ≈ 2.118. The released noise is Laplace, not normal: ± 1.96
+#: standard errors cover 1 − 20^(−1.96/2.118) ≈ 93.7% of one copy's noise; for the
+#: weighted sum of two copies (``r``) ± 2.118 covers 95% to 95.5%.
+LAPLACE_95_STDERRS = math.log(20.0) / math.sqrt(2.0)
 
 _ONE_COPY = ("single", "laplace-full")
 _CLUSTERED = ("t", "r", "single")
@@ -178,7 +186,9 @@ class PerUserRun:
         shuffle's error, H̄_u − H̄_i, which depends on how alike the group's
         users are (Thm 3 bounds it by the group's spread); that part depends
         on the data and is not included. The raw values are neither clipped
-        nor renormalized, so the noise stays unbiased.
+        nor renormalized, so the noise stays unbiased. The noise is Laplace,
+        not normal: a 95% interval is ± :data:`LAPLACE_95_STDERRS` (2.12)
+        standard errors, not ± 1.96 (which covers about 93.7%).
         """
         variance = float(self.report.parameters["noise_variance_per_coordinate"])
         return np.full(self.estimates.shape[1], np.sqrt(variance))

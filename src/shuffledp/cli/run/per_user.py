@@ -60,10 +60,11 @@ CLI_RELEASES = ("t", "r")
 #: What the report's ``stderr`` is (see :attr:`shuffledp.protocols.per_user.PerUserRun.stderr`).
 STDERR_MEANING = (
     "standard error of every value of the output table's class column (the same in every row): "
-    "the Laplace noise's standard deviation, so a value +- 1.96 stderr is a 95% interval for "
-    "the normalized histogram of the user whose copy the row holds (a member of the row user's "
-    "group, possibly that user); the error of taking a group member's histogram for the row "
-    "user's own depends on the data and is not included"
+    "the Laplace noise's standard deviation; the noise is Laplace, not normal, so a value +- "
+    "2.12 stderr (not 1.96, which covers about 93.7%) is a 95% interval for the normalized "
+    "histogram of the user whose copy the row holds (a member of the row user's group, possibly "
+    "that user); the error of taking a group member's histogram for the row user's own depends "
+    "on the data and is not included"
 )
 
 
