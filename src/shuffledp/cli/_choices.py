@@ -24,6 +24,7 @@ __all__ = [
     "FLIP_DEFAULT_FAKE_USERS",
     "KRR_ESTIMATORS",
     "PER_USER_NEIGHBOURINGS",
+    "PER_USER_POLICIES",
     "PER_USER_WEIGHTINGS",
     "SEGMENTED_BLANKET_GRID",
     "SEGMENTED_LEVEL_COUNT_MODES",
@@ -62,6 +63,7 @@ FLIP_CALIBRATION_METHODS: tuple[str, ...] = ("exact", "paper")
 FLIP_DEFAULT_FAKE_USERS = 100
 KRR_ESTIMATORS: tuple[str, ...] = ("raw", "inversion", "clip", "simplex")
 PER_USER_NEIGHBOURINGS: tuple[str, ...] = ("moved-items", "l1-distance")
+PER_USER_POLICIES: tuple[str, ...] = ("error", "first", "sample")
 PER_USER_WEIGHTINGS: tuple[str, ...] = ("min-variance", "printed")
 SEGMENTED_BLANKET_GRID: tuple[float, ...] = (
     *(0.1, 0.1277, 0.1629, 0.208, 0.2655, 0.3389, 0.4327, 0.5523, 0.705, 0.9),
@@ -87,6 +89,7 @@ SOURCES: dict[str, str] = {
     "FLIP_DEFAULT_FAKE_USERS": "shuffledp.protocols.flip:DEFAULT_FAKE_USERS",
     "KRR_ESTIMATORS": "shuffledp.analyzers.krr_estimators:ESTIMATORS",
     "PER_USER_NEIGHBOURINGS": "shuffledp.randomizers.laplace:NEIGHBOURINGS",
+    "PER_USER_POLICIES": "shuffledp.data.users:PER_USER_POLICIES",
     "PER_USER_WEIGHTINGS": "shuffledp.randomizers.laplace:WEIGHTINGS",
     "SEGMENTED_BLANKET_GRID": "shuffledp.accounting.segmented_parameters:DEFAULT_BLANKET_GRID",
     "SEGMENTED_LEVEL_COUNT_MODES": "shuffledp.protocols.segmented:LEVEL_COUNT_MODES",

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
-from shuffledp.cli._choices import DEFAULT_NA_VALUES
+from shuffledp.cli._choices import DEFAULT_NA_VALUES, PER_USER_POLICIES
 from shuffledp.cli._common import checked, integer, number
 from shuffledp.cli.run._domain import add_domain_sources
 from shuffledp.cli.run._paths import PLOT_FORMATS, output_and_plot_paths
@@ -37,7 +37,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     data.add_argument(
         "--per-user",
-        choices=("error", "first", "sample"),
+        choices=PER_USER_POLICIES,
         default="error",
         help="with --user-column, what to do with a user who has several rows: stop with an "
         "error (default), keep the first row, or keep one row chosen uniformly at random",
