@@ -7,10 +7,10 @@ the victim's item slots, the other users' data messages and every blanket try.
 
 import itertools
 import math
-from collections import defaultdict
 from fractions import Fraction
 
 import pytest
+from _oracle_histograms import add_message
 
 import shuffledp.accounting.segmented_parameters as segmented_parameters
 from shuffledp import InvalidParameterError
@@ -30,22 +30,6 @@ from shuffledp.accounting.reproductions.segmented_eq7 import (
 from shuffledp.accounting.segmented_parameters import optimize_parameters
 
 
-def _add_message(law, choices):
-    """Law of the histogram after one more message drawn from ``choices`` {item or None: prob}."""
-    out = defaultdict(float)
-    for hist, p in law.items():
-        for item, q in choices.items():
-            if q == 0:
-                continue
-            if item is None:
-                out[hist] += p * q
-            else:
-                new = list(hist)
-                new[item] += 1
-                out[tuple(new)] += p * q
-    return dict(out)
-
-
 def _histogram_law(d, slots, lam, variant, tries, gamma, others=()):
     """Exact law of the histogram: the victim's slots, other users' items, blanket tries."""
     law = {tuple([0] * d): 1.0}
@@ -55,11 +39,11 @@ def _histogram_law(d, slots, lam, variant, tries, gamma, others=()):
         else:
             choices = {j: (1.0 - lam) / d for j in range(d)}
             choices[item] += lam
-        law = _add_message(law, choices)
+        law = add_message(law, choices)
     for item, other_lam in others:
-        law = _add_message(law, {item: other_lam, None: 1.0 - other_lam})
+        law = add_message(law, {item: other_lam, None: 1.0 - other_lam})
     for _ in range(tries):
-        law = _add_message(law, {**{j: gamma / d for j in range(d)}, None: 1.0 - gamma})
+        law = add_message(law, {**{j: gamma / d for j in range(d)}, None: 1.0 - gamma})
     return law
 
 

@@ -18,34 +18,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import defaultdict
 from functools import cache
 
 import numpy as np
 import pytest
+from _oracle_histograms import Law, add_message
 
 from shuffledp import InvalidParameterError
 from shuffledp.accounting.certificates.segmented import level_delta, level_lower_bound
 from shuffledp.accounting.segmented_parameters import optimize_parameters
-
-Histogram = tuple[int, ...]
-Law = dict[Histogram, float]
-
-
-def _add_message(law: Law, choices: dict[int | None, float]) -> Law:
-    """Law of the histogram after one more message drawn from ``choices`` {item or None: prob}."""
-    out: dict[Histogram, float] = defaultdict(float)
-    for hist, p in law.items():
-        for item, q in choices.items():
-            if q == 0:
-                continue
-            if item is None:
-                out[hist] += p * q
-            else:
-                new = list(hist)
-                new[item] += 1
-                out[tuple(new)] += p * q
-    return dict(out)
 
 
 @cache
@@ -60,9 +41,9 @@ def _user_law(
         else:
             choices = {j: (1.0 - lam) / d_msg for j in range(d_msg)}
             choices[item] += lam
-        law = _add_message(law, choices)
+        law = add_message(law, choices)
     for _ in range(tries):
-        law = _add_message(law, {**{j: gamma / d_msg for j in range(d_msg)}, None: 1.0 - gamma})
+        law = add_message(law, {**{j: gamma / d_msg for j in range(d_msg)}, None: 1.0 - gamma})
     return law
 
 
