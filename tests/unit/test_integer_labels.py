@@ -80,6 +80,10 @@ def test_protocol_takes_integer_labels_and_integer_indices():
         protocol.run(labels.to_numpy(), path="count")
     with pytest.raises(DataError, match=r"ambiguous"):
         protocol.run(indices, path="count")
+    # Labels no integer value matches ("01", "+2", " 3"): an integer array can only be indices.
+    padded = FlipProtocol.calibrated(4000, ["01", "+2", " 3"], 1.0, 1e-6)
+    by_padded = padded.run(indices, path="count", seed=4)
+    assert np.array_equal(by_padded.statistic, by_indices.statistic)
     # Out of range on a size-only protocol: the error says what an integer array means.
     with pytest.raises(DataError, match=r"holds bin indices, positions 0 to 2 of the domain"):
         plain.run(labels.to_numpy(), path="count")

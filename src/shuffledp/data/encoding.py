@@ -136,6 +136,15 @@ def _text_error(what: object, *, floats: bool = False) -> InvalidParameterError:
 _INTEGER_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
 
 
+def is_integer_label(label: str) -> bool:
+    """Whether an integer value can match ``label``: its decimal text as Python writes it.
+
+    ``"7"`` and ``"-2"`` can (the values ``7`` and ``-2``); ``"07"``, ``"+7"``
+    and ``" 7"`` cannot.
+    """
+    return _INTEGER_TEXT.fullmatch(label) is not None
+
+
 def is_integer_batch(batch: TextBatch) -> bool:
     """Whether a batch holds integers (numpy or Arrow integer types, Arrow dictionaries of them)."""
     if isinstance(batch, np.ndarray):
@@ -374,7 +383,7 @@ class BinEncoder:
 
     def _check_integer_domain(self, batch: TextBatch) -> None:
         """Integer values are matched to integer labels: a declared domain must have some."""
-        if self.inferred or any(_INTEGER_TEXT.fullmatch(label) for label in self._labels):
+        if self.inferred or any(is_integer_label(label) for label in self._labels):
             return
         kind = batch.dtype if isinstance(batch, np.ndarray) else batch.type
         shown = ", ".join(repr(label) for label in self._labels[:3])

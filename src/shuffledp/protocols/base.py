@@ -317,12 +317,12 @@ class ShuffleProtocol(ABC):
         numbers could be meant as labels, and reading them as positions would
         shift every value by one bin without a word.
         """
+        from shuffledp.data.encoding import is_integer_label
+
         if labels is None or labels == [str(i) for i in range(len(labels))]:
             return
-        try:
-            [int(label) for label in labels]
-        except ValueError:
-            return
+        if not all(is_integer_label(label) for label in labels):
+            return  # integers as labels could not match them all: they can only be indices
         raise DataError(
             f"values are integers and the domain's labels are integers too "
             f"({labels[0]!r}, {labels[1]!r}, ...), which is ambiguous: an integer array holds "
