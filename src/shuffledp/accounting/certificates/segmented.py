@@ -179,13 +179,15 @@ def group_delta(item: float, item_epsilon: float, items: int) -> float:
         return 0.0
     if s == 1:
         return min(1.0, item)
-    factor = math.expm1(s * item_epsilon) / math.expm1(item_epsilon) if item_epsilon > 0 else s
-    return min(1.0, item * factor * (1.0 + 4.0 * 2.0**-53 * s))
+    return min(1.0, item * _group_factor(item_epsilon, s) * (1.0 + 4.0 * 2.0**-53 * s))
 
 
 def _group_factor(item_epsilon: float, items: int) -> float:
+    """Σ_{j<s} e^{jε′} = (e^{sε′} − 1)/(e^{ε′} − 1) (s at ε′ = 0)."""
     if items == 1:
         return 1.0
+    if item_epsilon <= 0:
+        return float(items)
     return math.expm1(items * item_epsilon) / math.expm1(item_epsilon)
 
 
