@@ -137,10 +137,24 @@ def fit_titles(fig: Any) -> None:
             return
 
 
-def save_readable(fig: Any, path: str | Path, *, dpi: int) -> Path:
-    """Fit the titles of ``fig`` (:func:`fit_titles`) and write it atomically to ``path``."""
-    fit_titles(fig)
-    return _files.save_figure(fig, Path(path), dpi=dpi)
+def save_readable(fig: Any, path: str | Path, *, dpi: int, close: bool = False) -> Path:
+    """Fit the titles of ``fig`` (:func:`fit_titles`) and write it atomically to ``path``.
+
+    Args:
+        fig: The matplotlib figure.
+        path: Where to write it (the format follows the suffix).
+        dpi: Resolution.
+        close: Close the figure afterwards, also when writing fails.
+
+    Returns:
+        The path written.
+    """
+    try:
+        fit_titles(fig)
+        return _files.save_figure(fig, Path(path), dpi=dpi)
+    finally:
+        if close:
+            require_matplotlib().close(fig)
 
 
 def plot_histogram_estimate(
@@ -236,8 +250,5 @@ def plot_histogram_estimate(
     ax.set_title(title)
     legend_outside(ax)
     out = Path(path)
-    try:
-        save_readable(fig, out, dpi=120)  # a temporary file renamed into place
-    finally:
-        plt.close(fig)
+    save_readable(fig, out, dpi=120, close=True)  # a temporary file renamed into place
     return out

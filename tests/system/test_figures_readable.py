@@ -141,9 +141,9 @@ def test_segmented_ylabel_is_the_estimand(monkeypatch, tmp_path):
     seen = {}
     original = plotting.save_readable
 
-    def spy(fig, path, *, dpi):
+    def spy(fig, path, **options):
         seen["ylabel"] = fig.axes[0].get_ylabel()
-        return original(fig, path, dpi=dpi)
+        return original(fig, path, **options)
 
     monkeypatch.setattr(plotting, "save_readable", spy)
     est = HistogramEstimate(LABELS, np.arange(5.0), np.ones(5), 10, "segmented-pooled", True)

@@ -71,11 +71,7 @@ def _panels(
     fig.legend(handles, list(_MECHS), loc="outside lower center", ncol=len(_MECHS), fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
-    try:
-        save_readable(fig, path, dpi=110)
-    finally:
-        plt.close(fig)
-    return path
+    return save_readable(fig, path, dpi=110, close=True)
 
 
 def _boxes(

@@ -100,20 +100,14 @@ def plot_near_central(
     ax.set_xlabel("users n")
     ax.set_title(f"Per-bin error against n at ε = {config.epsilon:g}\n{setting}")
     legend_outside(ax)
-    try:
-        written.append(save_readable(fig, out / "near_central_by_n.png", dpi=120))
-    finally:
-        plt.close(fig)
+    written.append(save_readable(fig, out / "near_central_by_n.png", dpi=120, close=True))
 
     fig, ax = plt.subplots(figsize=(7.5, 5.0), layout="constrained")
     _lines(ax, rows, "epsilon", epsilon=None, n=config.sweep_n)
     ax.set_xlabel("ε")
     ax.set_title(f"Per-bin error against ε at n = {config.sweep_n:,}\n{setting}")
     legend_outside(ax)
-    try:
-        written.append(save_readable(fig, out / "near_central_by_epsilon.png", dpi=120))
-    finally:
-        plt.close(fig)
+    written.append(save_readable(fig, out / "near_central_by_epsilon.png", dpi=120, close=True))
 
     fig, ax = plt.subplots(figsize=(7.5, 5.0), layout="constrained")
     for name in ("flip", "krr", "correlated", "augmented"):
@@ -139,8 +133,5 @@ def plot_near_central(
     ax.set_title(f"Messages per user at ε = {config.epsilon:g}\n{setting}")
     ax.grid(True, which="both", alpha=0.3)
     legend_outside(ax)
-    try:
-        written.append(save_readable(fig, out / "near_central_messages.png", dpi=120))
-    finally:
-        plt.close(fig)
+    written.append(save_readable(fig, out / "near_central_messages.png", dpi=120, close=True))
     return written

@@ -109,11 +109,7 @@ def _sweep_figure(plt: Any, rows: list[dict[str, Any]], epsilon: float, path: Pa
         f"{plural(int(rows[0]['repetitions']), 'run')}",
         fontsize=10,
     )
-    try:
-        save_readable(fig, path, dpi=110)
-    finally:
-        plt.close(fig)
-    return path
+    return save_readable(fig, path, dpi=110, close=True)
 
 
 def _baseline_figure(plt: Any, rows: list[dict[str, Any]], path: Path) -> Path:
@@ -144,11 +140,7 @@ def _baseline_figure(plt: Any, rows: list[dict[str, Any]], path: Path) -> Path:
     if missing:
         caption += f"; not available: {', '.join(missing)}"
     fig.suptitle(f"Baselines, {first['data']}\n{caption}", fontsize=9)
-    try:
-        save_readable(fig, path, dpi=110)
-    finally:
-        plt.close(fig)
-    return path
+    return save_readable(fig, path, dpi=110, close=True)
 
 
 def _epsilon_prime_figure(
@@ -210,11 +202,7 @@ def _epsilon_prime_figure(
         "never released)",
         fontsize=10,
     )
-    try:
-        save_readable(fig, path, dpi=110)
-    finally:
-        plt.close(fig)
-    return path
+    return save_readable(fig, path, dpi=110, close=True)
 
 
 def _thm3_figure(plt: Any, runs: dict[str, list[dict[str, Any]]], path: Path) -> Path:
@@ -243,11 +231,7 @@ def _thm3_figure(plt: Any, runs: dict[str, list[dict[str, Any]]], path: Path) ->
         ax.set_xlabel("Thm 3 bound, expectation version (spread + E‖noise‖₁)")
         ax.set_ylabel("‖Ĥ_i − H̄_i‖₁")
         legend_outside(ax, fontsize=7, markerscale=2)
-    try:
-        save_readable(fig, path, dpi=110)
-    finally:
-        plt.close(fig)
-    return path
+    return save_readable(fig, path, dpi=110, close=True)
 
 
 def plot_per_user(

@@ -147,11 +147,7 @@ def _mse_figure(plt: Any, rows: list[dict[str, Any]], out: Path, data: str, n: i
         fontsize=10,
     )
     path = out / f"segmented_{data}_n{n}_s{s}.png"
-    try:
-        save_readable(fig, path, dpi=110)
-    finally:
-        plt.close(fig)
-    return path
+    return save_readable(fig, path, dpi=110, close=True)
 
 
 def _runs(m: np.ndarray) -> list[np.ndarray]:
@@ -255,8 +251,4 @@ def _lambda_figure(
         fontsize=10,
     )
     path = out / f"segmented_{data}_lambda.png"
-    try:
-        save_readable(fig, path, dpi=110)
-    finally:
-        plt.close(fig)
-    return path
+    return save_readable(fig, path, dpi=110, close=True)
