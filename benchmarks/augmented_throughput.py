@@ -13,23 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import time
-from collections.abc import Callable
-from typing import TypeVar
 
 import numpy as np
 
+from _timing import message_path_stages, timed
 from shuffledp.data.synthetic import zipf_histogram, zipf_values
 from shuffledp.protocols.augmented import AugmentedProtocol
-from shuffledp.shuffler.uniform import UniformShuffler
-
-T = TypeVar("T")
-
-
-def _timed(fn: Callable[[], T]) -> tuple[T, float]:
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
 
 
 def main() -> None:
@@ -39,29 +28,18 @@ def main() -> None:
     args = parser.parse_args()
 
     n, d, eps, delta = 1_000_000, 100, 1.0, 1e-6
-    protocol, calibration_s = _timed(
+    protocol, calibration_s = timed(
         lambda: AugmentedProtocol.calibrated(n, d, eps, delta, beta=args.beta)
     )
     values = zipf_values(n, d, seed=1)
-    stages: dict[str, list[float]] = {"randomize": [], "shuffle": [], "analyze": [], "total": []}
-    messages = 0
-    for _ in range(args.repeats):
-        batch, t_r = _timed(lambda: protocol.randomize(values))
-        shuffled, t_s = _timed(lambda: UniformShuffler().shuffle(batch))  # noqa: B023
-        _, t_a = _timed(
-            lambda: protocol.estimate(protocol.statistic_from_messages(shuffled))  # noqa: B023
-        )
-        messages = len(batch)
-        for key, value in zip(stages, (t_r, t_s, t_a, t_r + t_s + t_a), strict=True):
-            stages[key].append(value)
-    _, run_s = _timed(lambda: protocol.run(values))
+    stages, messages = message_path_stages(protocol, values, args.repeats)
+    _, run_s = timed(lambda: protocol.run(values))
 
     big_n = 100_000_000
     big = AugmentedProtocol.calibrated(big_n, d, eps, delta, beta=args.beta)
     histogram = zipf_histogram(big_n, d)
     count_times = [
-        _timed(lambda: big.estimate(big.sample_statistic(histogram)))[1]
-        for _ in range(args.repeats)
+        timed(lambda: big.estimate(big.sample_statistic(histogram)))[1] for _ in range(args.repeats)
     ]
     best = {key: min(v) for key, v in stages.items()}
     cal = protocol.calibration

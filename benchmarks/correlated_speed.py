@@ -16,22 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
+from _timing import message_path_stages, timed
 from shuffledp.accounting.reproductions.correlated_paper import paper_correlated_noise
 from shuffledp.data.synthetic import zipf_histogram, zipf_values
 from shuffledp.protocols.correlated import CorrelatedProtocol, calibrate_correlated
-from shuffledp.shuffler.uniform import UniformShuffler
-
-T = TypeVar("T")
-
-
-def _timed(fn: Callable[[], T]) -> tuple[T, float]:
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
 
 
 def main() -> None:
@@ -43,7 +33,7 @@ def main() -> None:
     calibrations: list[dict[str, Any]] = []
     protocol = None
     for n in (10_000, 100_000, 1_000_000):
-        calibration, seconds = _timed(lambda n=n: calibrate_correlated(n, d, eps, delta))
+        calibration, seconds = timed(lambda n=n: calibrate_correlated(n, d, eps, delta))
         calibrations.append(
             {
                 "n": n,
@@ -63,25 +53,15 @@ def main() -> None:
     assert protocol is not None
     n = protocol.n
     values = zipf_values(n, d, seed=1)
-    stages: dict[str, list[float]] = {"randomize": [], "shuffle": [], "analyze": [], "total": []}
-    messages = 0
-    for _ in range(args.repeats):
-        batch, t_r = _timed(lambda: protocol.randomize(values))
-        shuffled, t_s = _timed(lambda: UniformShuffler().shuffle(batch))  # noqa: B023
-        _, t_a = _timed(
-            lambda: protocol.estimate(protocol.statistic_from_messages(shuffled))  # noqa: B023
-        )
-        messages = len(batch)
-        for key, value in zip(stages, (t_r, t_s, t_a, t_r + t_s + t_a), strict=True):
-            stages[key].append(value)
-    _, run_s = _timed(lambda: protocol.run(values))
+    stages, messages = message_path_stages(protocol, values, args.repeats)
+    _, run_s = timed(lambda: protocol.run(values))
 
     big_n = 1_000_000_000
     big = CorrelatedProtocol(calibrate_correlated(big_n, d, eps, delta))
     histogram = zipf_histogram(big_n, d)
-    _, count_only_s = _timed(lambda: big.sample_statistic(histogram))
+    _, count_only_s = timed(lambda: big.sample_statistic(histogram))
 
-    rule, paper_s = _timed(lambda: paper_correlated_noise(eps, delta))
+    rule, paper_s = timed(lambda: paper_correlated_noise(eps, delta))
     result = {
         "benchmark": "correlated_speed",
         "setting": {"d": d, "epsilon": eps, "delta": delta, "neighbours": "replacement"},

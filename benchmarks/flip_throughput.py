@@ -13,27 +13,14 @@ import argparse
 import json
 import platform
 import resource
-import time
 import tracemalloc
-from functools import partial
 
 import numpy as np
 
+from _timing import message_path_stages, timed
 from shuffledp._progress import progress
 from shuffledp.data.synthetic import zipf_histogram, zipf_values
-from shuffledp.messages import ShuffledBatch
 from shuffledp.protocols.flip import FlipProtocol
-from shuffledp.shuffler.uniform import UniformShuffler
-
-
-def _timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
-
-
-def _analyze(protocol: FlipProtocol, shuffled: ShuffledBatch) -> None:
-    protocol.estimate(protocol.statistic_from_messages(shuffled))
 
 
 def main() -> None:
@@ -42,18 +29,10 @@ def main() -> None:
     args = parser.parse_args()
 
     n, d, eps, delta = 1_000_000, 100, 1.0, 1e-6
-    protocol, calibration_s = _timed(lambda: FlipProtocol.calibrated(n, d, eps, delta))
+    protocol, calibration_s = timed(lambda: FlipProtocol.calibrated(n, d, eps, delta))
     values = zipf_values(n, d, seed=1)
 
-    stages = {"randomize": [], "shuffle": [], "analyze": [], "total": []}
-    messages = 0
-    for _ in progress(range(args.repeats), desc="message-level runs"):
-        batch, t_r = _timed(lambda: protocol.randomize(values))
-        shuffled, t_s = _timed(partial(UniformShuffler().shuffle, batch))
-        _, t_a = _timed(partial(_analyze, protocol, shuffled))
-        messages = len(batch)
-        for key, value in zip(stages, (t_r, t_s, t_a, t_r + t_s + t_a), strict=True):
-            stages[key].append(value)
+    stages, messages = message_path_stages(protocol, values, args.repeats)
 
     tracemalloc.start()
     protocol.run(values)
@@ -61,11 +40,11 @@ def main() -> None:
     tracemalloc.stop()
 
     big_n = 100_000_000
-    big, big_calibration_s = _timed(lambda: FlipProtocol.calibrated(big_n, d, eps, delta))
+    big, big_calibration_s = timed(lambda: FlipProtocol.calibrated(big_n, d, eps, delta))
     histogram = zipf_histogram(big_n, d)
     count_times = []
     for _ in progress(range(args.repeats), desc="count-level runs"):
-        _, t = _timed(lambda: big.estimate(big.sample_statistic(histogram)))
+        _, t = timed(lambda: big.estimate(big.sample_statistic(histogram)))
         count_times.append(t)
 
     best = {key: min(v) for key, v in stages.items()}
