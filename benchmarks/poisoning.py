@@ -101,6 +101,41 @@ def _honest_values(setting: Setting) -> np.ndarray:
     return zipf_values(setting.n - 1, setting.domain_size, seed=setting.seed)
 
 
+def _target_shift(protocol: Any, base: Any, mixed: Any, target: int) -> float:
+    """ĥ_target(mixed) − ĥ_target(base): the client's messages' doing alone."""
+    before = protocol.estimate(protocol.statistic_from_messages(base)).counts
+    after = protocol.estimate(protocol.statistic_from_messages(mixed)).counts
+    return float(after[target] - before[target])
+
+
+def _appended_shifts(
+    protocol: Any,
+    values: np.ndarray,
+    payload: int,
+    m: int,
+    setting: Setting,
+    rng: np.random.Generator,
+) -> list[float]:
+    """The target bin's shift when one client appends m messages ``payload``, per repeat.
+
+    Each repeat draws the honest messages and one shuffle seed, and shuffles the
+    batch with and without the client's messages under that seed.
+    """
+    measured = []
+    for _ in range(setting.repeats):
+        honest = protocol.randomize(values, rng)
+        shuffle_seed = int(rng.integers(2**63))
+        base = UniformShuffler().shuffle(honest, seed=shuffle_seed)
+        attacked = MessageBatch(
+            payload=np.concatenate([honest.payload, np.full(m, payload)]),
+            sender=np.concatenate([honest.sender, np.full(m, setting.n - 1)]),
+            n_users=setting.n,
+        )
+        mixed = UniformShuffler().shuffle(attacked, seed=shuffle_seed)
+        measured.append(_target_shift(protocol, base, mixed, setting.target))
+    return measured
+
+
 def flip_rows(setting: Setting) -> list[dict[str, Any]]:
     """FLIP: the client's m messages of value j, each worth 1/(1 − 2q)."""
     protocol = FlipProtocol.calibrated(
@@ -117,20 +152,7 @@ def flip_rows(setting: Setting) -> list[dict[str, Any]]:
         ("as many messages as the services' per-submission cap lets through", cap),
     )
     for attack, m in attacks:
-        measured = []
-        for _ in range(setting.repeats):
-            honest = protocol.randomize(values, rng)
-            shuffle_seed = int(rng.integers(2**63))
-            base = UniformShuffler().shuffle(honest, seed=shuffle_seed)
-            attacked = MessageBatch(
-                payload=np.concatenate([honest.payload, np.full(m, setting.target)]),
-                sender=np.concatenate([honest.sender, np.full(m, setting.n - 1)]),
-                n_users=setting.n,
-            )
-            mixed = UniformShuffler().shuffle(attacked, seed=shuffle_seed)
-            before = protocol.estimate(protocol.statistic_from_messages(base)).counts
-            after = protocol.estimate(protocol.statistic_from_messages(mixed)).counts
-            measured.append(float(after[setting.target] - before[setting.target]))
+        measured = _appended_shifts(protocol, values, setting.target, m, setting, rng)
         shift = m / (1.0 - 2.0 * q)
         rows.append(_row("flip", attack, m, shift, shift, measured, cal.stderr, {"q": q, "k": k}))
     return rows
@@ -155,9 +177,7 @@ def augmented_rows(setting: Setting) -> list[dict[str, Any]]:
             mixed = UniformShuffler().shuffle(
                 protocol.randomizer.augment(attacked, seed), seed=seed
             )
-            before = protocol.estimate(protocol.statistic_from_messages(base)).counts
-            after = protocol.estimate(protocol.statistic_from_messages(mixed)).counts
-            measured.append(float(after[setting.target] - before[setting.target]))
+            measured.append(_target_shift(protocol, base, mixed, setting.target))
         rows.append(
             _row(
                 "augmented",
@@ -211,20 +231,7 @@ def correlated_rows(setting: Setting) -> list[dict[str, Any]]:
          _correlated_message_cap(protocol, MESSAGE_TAIL_PROBABILITY)),
     )  # fmt: skip
     for attack, m in attacks:
-        measured = []
-        for _ in range(setting.repeats):
-            honest = protocol.randomize(values, rng)
-            shuffle_seed = int(rng.integers(2**63))
-            base = UniformShuffler().shuffle(honest, seed=shuffle_seed)
-            attacked = MessageBatch(
-                payload=np.concatenate([honest.payload, np.full(m, target)]),
-                sender=np.concatenate([honest.sender, np.full(m, setting.n - 1)]),
-                n_users=setting.n,
-            )
-            mixed = UniformShuffler().shuffle(attacked, seed=shuffle_seed)
-            before = protocol.estimate(protocol.statistic_from_messages(base)).counts
-            after = protocol.estimate(protocol.statistic_from_messages(mixed)).counts
-            measured.append(float(after[setting.target] - before[setting.target]))
+        measured = _appended_shifts(protocol, values, target, m, setting, rng)
         rows.append(
             _row(
                 "correlated", attack, m, float(m), float(m), measured,
