@@ -147,6 +147,19 @@ def test_calibration_meets_the_target_by_the_public_delta(
     assert found.result.delta == again.delta
 
 
+@pytest.mark.parametrize(("method", "k"), [("krr-two-count", 3), ("krr-homogeneous", 3)])
+def test_a_lower_bound_above_the_target_halfway_to_epsilon0_still_gives_its_epsilon(method, k):
+    # n = 2, eps0 = 5: the lower bound exceeds 1e-6 at eps0/2 (0.9 there), so the true
+    # epsilon(1e-6) is above eps0/2; the row once showed no number ("no epsilon up to 5").
+    params = {"n": 2, "mechanism": "krr", "epsilon0": 5.0, "k": k}
+    assert delta(2.5, method=method, **params).delta > 1e-6
+    row = amplified_epsilon(1e-6, method=method, **params)
+    upper = amplified_epsilon(1e-6, method="krr-blanket", **params)
+    assert row.epsilon is not None and row.delta is not None
+    assert 2.5 < row.epsilon <= upper.epsilon
+    assert row.delta == delta(row.epsilon, method=method, **params).delta > 1e-6
+
+
 # -- tightness: the generic answer is not looser than the variation-ratio value -------------
 
 

@@ -300,8 +300,11 @@ def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingRe
         eps_max = min(eps_max, mech.epsilon0)
     probe = method.evaluate(eps_max, mech)
     if not math.isnan(probe.value) and method.bound is BoundKind.LOWER:
-        # At ε ≥ ε₀ every lower bound is 0 whatever its range: look below ε₀.
-        probe = method.evaluate(eps_max / 2.0, mech)
+        # At ε ≥ ε₀ every lower bound is 0 whatever its range: its range shows below ε₀.
+        # (A value above the target there is no failure: it says ε(δ) > ε₀/2.)
+        inside = method.evaluate(eps_max / 2.0, mech)
+        if math.isnan(inside.value):
+            probe = inside
     if math.isnan(probe.value):
         return _result(method, mech, None, None, False, probe.reason)
     if probe.value > target:
