@@ -8,6 +8,11 @@ within 6 standard deviations).
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
+import time
+
 import numpy as np
 import pytest
 from scipy.stats import chisquare
@@ -124,3 +129,61 @@ def test_the_augmenter_is_for_augmented_tasks_only():
     task, _ = create_task("krr", DOMAIN, 1.0, 1e-6, 100)
     with pytest.raises(TaskError, match="no dummies"):
         DummyAugmenter(task)
+
+
+def test_dummies_are_sealed_outside_the_cut_and_each_set_goes_to_one_batch(tasks):
+    """The cut holds the store's write transaction: it only samples and permutes."""
+    task, _ = tasks["sageo"]
+    subs, payload = _client_payload(task)
+    real = {s.ciphertexts[0] for s in subs}
+    augmenter = DummyAugmenter(task)
+    sealer = augmenter._sealer
+    threads: list[str] = []
+
+    class Recording:
+        def seal_all(self, indices):
+            threads.append(threading.current_thread().name)
+            return sealer.seal_all(indices)
+
+    class Broken:
+        def seal_all(self, indices):
+            raise RuntimeError("sealing failed")
+
+    augmenter._next.result(timeout=60)
+    augmenter._sealer = Recording()
+    first, second = set(_rows(augmenter(payload))), set(_rows(augmenter(payload)))
+    augmenter._next.result(timeout=60)
+    assert threads == ["augmented-dummies"] * 2  # the two after the first, none in a cut
+    assert (first - real) and (second - real) and not (first - real) & (second - real)
+
+    # A failure to seal fails the cut that needs those dummies; the one after it recovers.
+    augmenter._sealer = Broken()
+    assert real <= set(_rows(augmenter(payload)))  # its dummies were sealed before
+    with pytest.raises(RuntimeError, match="sealing failed"):
+        augmenter(payload)
+    assert augmenter._next.exception(timeout=60) is not None
+    augmenter._sealer = sealer
+    with pytest.raises(RuntimeError, match="sealing failed"):
+        augmenter(payload)
+    assert real <= set(_rows(augmenter(payload)))
+
+
+def test_a_process_exiting_while_dummies_are_sealed_exits_cleanly_at_once():
+    """d = 1,000: the first batch's ~26,000 dummies take about 2 s to seal, from construction.
+
+    The sealing thread stops at its next chunk once the main thread is done (a
+    daemon thread killed inside the HPKE library at exit aborted the process).
+    """
+    code = (
+        "from shuffledp.service.augment import DummyAugmenter\n"
+        "from shuffledp.service.task import create_task\n"
+        "task, _ = create_task('augmented', [f'v{i}' for i in range(1000)], 1.0, 1e-6, 100)\n"
+        "import time; augmenter = DummyAugmenter(task); time.sleep(0.3)\n"
+        "assert not augmenter._next.done()\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 30

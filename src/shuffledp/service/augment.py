@@ -20,15 +20,23 @@ transaction, in place of :func:`~shuffledp.service.shuffler.permute_messages`),
 
 Every draw comes from the operating system's CSPRNG (:class:`SecureUniforms`),
 afresh for each cut; nothing the shuffler stores or logs tells dummies apart
-(the outbox holds the permuted ciphertexts and their number only). The
-counts are drawn by inversion of 64-bit uniforms, whose law differs from the
-exact one by at most 2⁻⁵³ of each probability (as numpy's own samplers).
+(the outbox holds the permuted ciphertexts and their number only). Steps 2
+and 3 do not depend on the batch, and sealing is the slow part (d·E[z]
+encapsulations, a few thousand at d = 100), so the next batch's dummies are
+drawn and sealed in a background thread while the current batch fills; the
+cut, which holds the store's write transaction, only samples and permutes.
+Each set of dummies goes to one batch and is then dropped (held in memory
+only, never written). The counts are drawn by inversion of 64-bit uniforms,
+whose law differs from the exact one by at most 2⁻⁵³ of each probability (as
+numpy's own samplers).
 """
 
 from __future__ import annotations
 
 import math
 import secrets
+import threading
+from concurrent.futures import Future
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,6 +50,8 @@ from shuffledp.shuffler.uniform import secure_permutation
 __all__ = ["DummyAugmenter", "SecureUniforms", "secure_dummy_counts"]
 
 _TWO_64 = 2.0**64
+#: Dummies sealed between two checks that the process is not exiting (about 0.1 s).
+_SEAL_CHUNK = 1024
 
 
 class SecureUniforms:
@@ -145,15 +155,49 @@ class DummyAugmenter:
             public_key_from_b64(task.public_key), task.task_id, task.domain_size
         )
         self._source = SecureUniforms()
+        self._lock = threading.Lock()
+        self._next = self._prepare()
+
+    def dummies(self) -> NDArray[np.uint8]:
+        """One batch's dummies: z_j sealed messages of every bin j, one row each."""
+        counts = secure_dummy_counts(self.law, self.domain_size, SecureUniforms())
+        bins = np.repeat(np.arange(self.domain_size, dtype=np.int64), counts)
+        sealed = bytearray()
+        for start in range(0, bins.shape[0], _SEAL_CHUNK):
+            # The sealing thread is not a daemon (one killed inside the HPKE library at
+            # exit aborts the process): it stops once the main thread has finished.
+            if not threading.main_thread().is_alive():
+                raise RuntimeError("the process is exiting: the dummies are abandoned")
+            sealed += b"".join(self._sealer.seal_all(bins[start : start + _SEAL_CHUNK].tolist()))
+        return np.frombuffer(bytes(sealed), dtype=np.uint8).reshape(-1, CIPHERTEXT_LENGTH)
+
+    def _prepare(self) -> Future[NDArray[np.uint8]]:
+        """Start drawing and sealing the next batch's dummies in a background thread."""
+        future: Future[NDArray[np.uint8]] = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(self.dummies())
+            except BaseException as exc:  # handed to the cut that waits for them
+                future.set_exception(exc)
+
+        threading.Thread(target=run, name="augmented-dummies").start()
+        return future
 
     def __call__(self, payload: bytes) -> bytes:
-        """Sample, add the dummies and permute (see the module docstring)."""
+        """Sample, add the dummies and permute (see the module docstring).
+
+        Waits for the dummies being sealed if they are not ready yet, and
+        starts sealing the next batch's; a failure to draw or seal them
+        fails this cut (the store's transaction rolls back).
+        """
+        with self._lock:  # one sealing thread at a time
+            try:
+                dummies = self._next.result()
+            finally:
+                self._next = self._prepare()
         real = np.frombuffer(payload, dtype=np.uint8).reshape(-1, CIPHERTEXT_LENGTH)
         if self.beta < 1.0:
             real = real[self._source.bernoulli(self.beta, real.shape[0])]
-        counts = secure_dummy_counts(self.law, self.domain_size, self._source)
-        bins = np.repeat(np.arange(self.domain_size, dtype=np.int64), counts)
-        sealed = b"".join(self._sealer.seal_all(bins.tolist()))
-        dummies = np.frombuffer(sealed, dtype=np.uint8).reshape(-1, CIPHERTEXT_LENGTH)
         rows = np.concatenate([real, dummies])
         return bytes(rows[secure_permutation(rows.shape[0])].tobytes())
