@@ -16,6 +16,7 @@ import figure_checks
 from shuffledp.experiments.near_central import (
     PROTOCOLS,
     NearCentralConfig,
+    NearCentralRow,
     measure,
     run_near_central,
     verdicts,
@@ -82,6 +83,29 @@ def test_small_grid_writes_rows_verdicts_and_valid_files(tmp_path: Path):
 def test_verdict_without_evidence_is_untested():
     config = NearCentralConfig.quick()
     assert all(v["verdict"] == "untested" for v in verdicts([], config))
+
+
+def _row(protocol: str, analytic: float, measured: float, se: float) -> NearCentralRow:
+    dlap = 2.799177768214361  # DLap(1/2)'s std
+    return NearCentralRow(
+        protocol, 100_000, 1.0, measured, se, analytic, analytic / dlap, measured / dlap,
+        1.0, 9.9e-7, 1.0, 0.1, "message", 20,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("protocol", ["flip", "correlated", "augmented"])
+def test_verdict_misses_when_the_run_contradicts_the_analytic_std(protocol):
+    analytic = {"flip": 6.56, "correlated": 3.079, "augmented": 2.799}[protocol]
+    claim = {"flip": "flip and krr", "correlated": "correlated: per-bin", "augmented": "augmented"}
+    config = NearCentralConfig()
+
+    def verdict(measured: float) -> str:
+        found = verdicts([_row(protocol, analytic, measured, 0.05)], config)
+        return next(v["verdict"] for v in found if v["claim"].startswith(claim[protocol]))
+
+    assert verdict(analytic + 3.9 * 0.05) == "reached"
+    assert verdict(analytic + 4.1 * 0.05) == "missed"
+    assert verdict(analytic - 4.1 * 0.05) == "missed"
 
 
 def test_bad_option_is_one_line_and_exit_2(tmp_path: Path):
