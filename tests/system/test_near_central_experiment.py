@@ -128,3 +128,18 @@ def test_bad_option_is_one_line_and_exit_2(tmp_path: Path):
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "--repetitions" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_printed_certified_delta_is_rounded_up(monkeypatch, tmp_path: Path, capsys):
+    import shuffledp.experiments.near_central as near_central
+    from shuffledp.cli import main
+
+    row = replace(_row("augmented", 2.799, 2.799, 0.05), certified_delta=9.127282041333474e-07)
+
+    def fake_run(config, out_dir, *, plots):
+        return {"rows": [replace(row, epsilon=config.epsilon)], "verdicts": [], "files": []}
+
+    monkeypatch.setattr(near_central, "run_near_central", fake_run)
+    assert main(["experiment", "near-central", "--no-plots", "--output-dir", str(tmp_path)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("augmented"))
+    assert line.split()[-1] == "9.128e-07"  # not 9.127e-07, below the certified value

@@ -6,7 +6,7 @@ import argparse
 from dataclasses import replace
 
 from shuffledp._validation import check_int
-from shuffledp.cli._common import checked, existing_dir_or_new, fmt, integer
+from shuffledp.cli._common import checked, existing_dir_or_new, fmt, fmt_bound, integer
 
 NAME = "near-central"
 HELP = "per-bin error of every protocol against the central Laplace, DLap and Gaussian"
@@ -36,7 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    """Run the grid, print one line per row at the main epsilon and the verdicts."""
+    """Run the grid, print one line per row at the main epsilon and the verdicts.
+
+    Certified deltas are printed rounded up (:func:`~shuffledp.cli._common.fmt_bound`).
+    """
     from shuffledp.experiments.near_central import NearCentralConfig, run_near_central
 
     if not args.no_plots:
@@ -62,7 +65,7 @@ def execute(args: argparse.Namespace) -> int:
         std = fmt(row.per_bin_std)
         print(
             f"{row.protocol:28s}{row.n:>10,d}{std:>9s}{fmt(row.ratio_to_central_dlap):>8s}"
-            f"{messages:>11s}{fmt(row.certified_delta):>11s}"
+            f"{messages:>11s}{fmt_bound(row.certified_delta, up=True):>11s}"
         )
     for verdict in result["verdicts"]:
         print(f"{verdict['verdict']:>9s}: {verdict['claim']}")
