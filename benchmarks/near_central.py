@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
 
 from shuffledp._progress import progress
 from shuffledp.experiments.near_central import NearCentralConfig, run_rows, verdicts
@@ -32,14 +31,13 @@ def main() -> None:
     sizes = tuple(int(float(x)) for x in args.sizes.split(","))
     config = NearCentralConfig(
         sizes=sizes,
-        epsilons=(1.0,),
+        epsilons=(NearCentralConfig.epsilon,),  # no sweep over epsilon
         sweep_n=sizes[0],
         message_path_up_to=100_000,
         repetitions=args.repetitions,
         count_repetitions=args.count_repetitions,
         seed=args.seed,
     )
-    config = replace(config, epsilons=(config.epsilon,))
     rows = run_rows(config, each=lambda jobs: progress(jobs, desc="rows", delay=1.0))
     document = {
         "setting": {
