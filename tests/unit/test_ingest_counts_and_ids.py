@@ -129,3 +129,8 @@ def test_run_counts_is_the_count_path_of_run(protocol):
     for bad in (histogram[:2], histogram.astype(float), np.array([-1, 2000, 2001])):
         with pytest.raises(InvalidParameterError, match="histogram must hold 3 non-negative"):
             proto.run_counts(bad)
+    # Counts whose uint64 sum wraps around to n are not n users.
+    wrapped = np.array([2**63, 2**63, 4000], dtype=np.uint64)
+    assert int(wrapped.sum()) == 4000
+    with pytest.raises(DataError, match=f"histogram counts {2**64 + 4000}"):
+        proto.run_counts(wrapped)

@@ -242,10 +242,10 @@ class ShuffleProtocol(ABC):
                 f"histogram must hold {self.domain_size} non-negative integer counts (one per "
                 f"bin), got {counts.dtype} of shape {counts.shape}"
             )
-        if int(counts.sum()) != self.n:
+        total = sum(counts.tolist())  # Python integers: a numpy sum wraps around silently
+        if total != self.n:
             raise DataError(
-                f"the protocol was calibrated for n={self.n} users but the histogram counts "
-                f"{int(counts.sum())}"
+                f"the protocol was calibrated for n={self.n} users but the histogram counts {total}"
             )
         return self._run_count_path(counts.astype(np.int64), labels, seed)
 
