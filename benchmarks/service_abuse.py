@@ -32,6 +32,10 @@ and what else the case measures. Cases:
 * ``analyzer_body_1GiB``: 1 GiB bodies with the forward token, with
   Content-Length and chunked: MiB sent before the answer, the analyzer's peak
   RSS growth;
+* ``body_limits``: computed, no service runs: the default body limits of both
+  services for the tasks of :data:`BODY_LIMIT_TASKS` (the figures
+  docs/deployment.md quotes), and for correlated tasks an honest user's mean
+  message count and the mean bodies it makes (:func:`body_limits`);
 * ``file_modes``: the modes of the stores' files and of a published release
   under umask 022 and 077;
 * ``disk_order``: 150 token-holding clients submit one request each; the
@@ -83,7 +87,12 @@ from shuffledp.service.secretfile import write_secret_file
 from shuffledp.service.shuffler import BATCH_FORMAT, SUBMISSIONS_FORMAT
 from shuffledp.service.task import Task, create_task, new_id, save_private_key, save_task
 from shuffledp.service.tokens import issue_token, issue_tokens, new_token_key, save_token_key
-from shuffledp.service.wire import MessageSealer, b64encode, public_key_from_b64
+from shuffledp.service.wire import (
+    CIPHERTEXT_LENGTH,
+    MessageSealer,
+    b64encode,
+    public_key_from_b64,
+)
 
 _TICK = os.sysconf("SC_CLK_TCK")
 DOMAIN = ["red", "green", "blue", "cyan", "pink"]
@@ -546,6 +555,61 @@ def analyzer_body(services: Services) -> dict[str, Any]:
     return {"status_codes": dict(codes), "content_length": with_length, "chunked": chunked, **out}
 
 
+#: (protocol, d, min_batch_users) of the default body limits docs/deployment.md quotes.
+BODY_LIMIT_TASKS = (
+    ("krr", 5, 1000),
+    ("flip", 5, 1000),
+    ("augmented", 100, 1000),
+    ("correlated", 5, 100),
+    ("correlated", 100, 100),
+    ("correlated", 100, 1000),
+    ("correlated", 10_000, 100),
+)
+
+
+def body_limits() -> dict[str, Any]:
+    """The services' default body limits per task (computed, no service runs).
+
+    The shuffler's: 4 MiB or one submission at the cap; the analyzer's: a batch
+    of ``max_batch_users`` users each at the cap (plus the dummy bound). For the
+    correlated protocol also an honest user's mean message count,
+    1 + 2(d/m)·α/(1 − α) + 2(d/m)·r·q/(1 − q), and the mean body of an honest
+    batch of ``max_batch_users`` users (one base64 payload) and of a client
+    request of 100 users (a JSON list of base64 ciphertexts).
+    """
+    from shuffledp.service.analyzer import batch_body_bytes, default_max_batch_users
+    from shuffledp.service.shuffler import default_max_body_bytes, submission_body_bytes
+
+    mib = 1 << 20
+    rows = []
+    for protocol, d, m in BODY_LIMIT_TASKS:
+        task, _ = create_task(protocol, [f"v{i}" for i in range(d)], 1.0, 1e-6, m)
+        users = default_max_batch_users(task)
+        row: dict[str, Any] = {
+            "protocol": protocol,
+            "domain_size": d,
+            "min_batch_users": m,
+            "max_messages_per_submission": task.max_messages_per_submission,
+            "shuffler_max_body_mib": round(default_max_body_bytes(task) / mib, 2),
+            "analyzer_max_batch_users": users,
+            "analyzer_max_body_mib": round(batch_body_bytes(task, users) / mib, 2),
+        }
+        if protocol == "correlated":
+            noise = task.correlated_noise()
+            mean = (
+                1
+                + 2 * d / m * noise.alpha / (1 - noise.alpha)
+                + 2 * d / m * noise.flood_r * noise.flood_q / (1 - noise.flood_q)
+            )
+            per_message = submission_body_bytes(2) - submission_body_bytes(1)
+            row["honest_mean_messages"] = round(mean, 1)
+            batch = 4 * users * mean * CIPHERTEXT_LENGTH / 3  # one base64 payload
+            row["honest_batch_body_mib"] = round(batch / mib, 2)
+            row["honest_request_of_100_mib"] = round(100 * mean * per_message / mib, 2)
+        rows.append(row)
+    return {"tasks": rows, "epsilon": 1.0, "delta": 1e-6}
+
+
 def _modes(paths: list[Path]) -> dict[str, str]:
     return {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in paths if p.exists()}
 
@@ -720,6 +784,9 @@ def main() -> None:
             )
     finally:
         token_services.stop()
+    if "body_limits" not in skip:
+        _log("body_limits")
+        cases["body_limits"] = body_limits()
     if "file_modes" not in skip:
         _log("file_modes")
         cases["file_modes"] = file_modes(root / "modes", args.service_nofile)
