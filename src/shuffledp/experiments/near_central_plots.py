@@ -65,9 +65,20 @@ def _plain_ticks(ax: Any) -> None:
         axis.set_minor_formatter(minor_formatter(axis))
 
 
+def _data_ticks(ax: Any, xs: set[float], key: str) -> None:
+    """Label the x axis at the grid's values only (n with thousands separators, ε plain)."""
+    from matplotlib.ticker import NullFormatter
+
+    ticks = sorted(xs)
+    ax.set_xticks(ticks, [f"{x:,.0f}" if key == "n" else f"{x:g}" for x in ticks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def _lines(ax: Any, rows: list[NearCentralRow], key: str, **where: Any) -> None:
+    drawn: set[float] = set()
     for name, (label, colour, style) in _STYLE.items():
         xs, ys, errs = _series(rows, name, key, **where)
+        drawn.update(xs)
         if xs:
             ax.errorbar(
                 xs,
@@ -83,6 +94,8 @@ def _lines(ax: Any, rows: list[NearCentralRow], key: str, **where: Any) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     _plain_ticks(ax)
+    if drawn:
+        _data_ticks(ax, drawn, key)
     ax.set_ylabel("per-bin std of the error (users)")
     ax.grid(True, which="both", alpha=0.3)
 
@@ -94,28 +107,31 @@ def plot_near_central(
     plt = require_matplotlib()
     written = []
     setting = f"d = {config.d}, δ = {config.delta:g}, replacement"
+    bars = "; bars: ± 2 standard errors"
 
     fig, ax = plt.subplots(figsize=(7.5, 5.0), layout="constrained")
     _lines(ax, rows, "n", epsilon=config.epsilon, n=None)
     ax.set_xlabel("users n")
-    ax.set_title(f"Per-bin error against n at ε = {config.epsilon:g}\n{setting}")
+    ax.set_title(f"Per-bin error against n at ε = {config.epsilon:g}\n{setting}{bars}")
     legend_outside(ax)
     written.append(save_readable(fig, out / "near_central_by_n.png", dpi=120, close=True))
 
     fig, ax = plt.subplots(figsize=(7.5, 5.0), layout="constrained")
     _lines(ax, rows, "epsilon", epsilon=None, n=config.sweep_n)
     ax.set_xlabel("ε")
-    ax.set_title(f"Per-bin error against ε at n = {config.sweep_n:,}\n{setting}")
+    ax.set_title(f"Per-bin error against ε at n = {config.sweep_n:,}\n{setting}{bars}")
     legend_outside(ax)
     written.append(save_readable(fig, out / "near_central_by_epsilon.png", dpi=120, close=True))
 
     fig, ax = plt.subplots(figsize=(7.5, 5.0), layout="constrained")
+    sizes: set[float] = set()
     for name in ("flip", "krr", "correlated", "augmented"):
         label, colour, style = _STYLE[name]
         chosen = sorted(
             (r for r in rows if r.protocol == name and r.epsilon == config.epsilon),
             key=lambda r: r.n,
         )
+        sizes.update(float(r.n) for r in chosen)
         if chosen:
             ax.plot(
                 [r.n for r in chosen],
@@ -128,6 +144,8 @@ def plot_near_central(
     ax.set_xscale("log")
     ax.set_yscale("log")
     _plain_ticks(ax)
+    if sizes:
+        _data_ticks(ax, sizes, "n")
     ax.set_xlabel("users n")
     ax.set_ylabel("messages per user")
     ax.set_title(f"Messages per user at ε = {config.epsilon:g}\n{setting}")
