@@ -73,6 +73,7 @@ DRAWN_BY = {
     "accounting_": "make_accounting_figures.py",
     "flip_": "make_flip_figures.py",
     "krr_vs_gaussian_": "make_krr_figures.py",
+    "near_central_": "make_near_central_figures.py",
     "per_user_": "make_per_user_figures.py",
     "segmented_": "make_segmented_figures.py",
 }
