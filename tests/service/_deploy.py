@@ -90,6 +90,19 @@ class Deployment:
     def estimate(self) -> httpx.Response:
         return httpx.get(f"{self.analyzer.url}/v1/estimate", timeout=60)
 
+    def post_ciphertexts(self, ciphertexts: list[bytes]) -> httpx.Response:
+        """Post one submission of raw ciphertexts (new id, no token), as a hostile client may."""
+        from shuffledp.service.shuffler import SUBMISSIONS_FORMAT
+        from shuffledp.service.task import new_id
+        from shuffledp.service.wire import b64encode
+
+        item = {"submission_id": new_id(), "ciphertexts": [b64encode(c) for c in ciphertexts]}
+        return httpx.post(
+            self.submissions_url,
+            json={"format": SUBMISSIONS_FORMAT, "submissions": [item]},
+            timeout=60,
+        )
+
     def post_batch(self, body: Any, token: str | None = None, **kwargs: Any) -> httpx.Response:
         token = self.forward_token if token is None else token
         return httpx.post(

@@ -27,7 +27,6 @@ from shuffledp.accounting.certificates.augmented import augmented_delta
 from shuffledp.schemas import schema_id, validate
 from shuffledp.service._testhooks import KILL_ENV
 from shuffledp.service.disk_audit import read_files
-from shuffledp.service.shuffler import SUBMISSIONS_FORMAT
 from shuffledp.service.task import new_id
 from shuffledp.service.wire import (
     CIPHERTEXT_LENGTH,
@@ -156,30 +155,20 @@ def test_the_analyzer_cannot_tell_dummies_and_the_shuffler_cannot_read(deploy):
     assert not any(r in files for r in rows)
 
 
-def _post(dep, ciphertexts: list[bytes]) -> httpx.Response:
-    item = {
-        "submission_id": new_id(),
-        "ciphertexts": [base64.b64encode(c).decode() for c in ciphertexts],
-    }
-    return httpx.post(
-        dep.submissions_url, json={"format": SUBMISSIONS_FORMAT, "submissions": [item]}, timeout=30
-    )
-
-
 def test_hostile_submissions_and_batches(deploy):
     dep = deploy("augmented", min_batch_users=100)
     task = dep.task
     key = public_key_from_b64(task.public_key)
     sealer = MessageSealer(key, task.task_id, task.domain_size)
     # An augmented client sends exactly one message: two, or none, are refused.
-    two = _post(dep, [sealer.seal(0), sealer.seal(0)])
+    two = dep.post_ciphertexts([sealer.seal(0), sealer.seal(0)])
     assert two.status_code == 400 and two.json()["reason"] == "invalid_ciphertexts"
     assert "ciphertexts must be a list of 1 to 1 items" in two.json()["error"]
-    none = _post(dep, [])
+    none = dep.post_ciphertexts([])
     assert none.status_code == 400 and none.json()["reason"] == "invalid_ciphertexts"
     # An index outside the domain is sealed like any message: the analyzer drops it.
     outside = MessageSealer(key, task.task_id, D + 1).seal(D)
-    assert _post(dep, [outside]).status_code == 200
+    assert dep.post_ciphertexts([outside]).status_code == 200
     subs = dep.client().submit_many([DOMAIN[i % D] for i in range(99)], per_request=33)
     dep.wait_aggregated(100)
     assert dep.analyzer_metrics()["messages_undecodable"] == 1

@@ -29,7 +29,6 @@ from shuffledp.schemas import schema_id, validate
 from shuffledp.service.client import Submission
 from shuffledp.service.shuffler import (
     DEFAULT_MAX_BODY_BYTES,
-    SUBMISSIONS_FORMAT,
     submission_body_bytes,
 )
 from shuffledp.service.task import new_id
@@ -47,18 +46,6 @@ D = len(DOMAIN)
 
 def _noise(task) -> CorrelatedNoise:
     return CorrelatedNoise(task.alpha, task.flood_r, task.flood_q)
-
-
-def _post(dep, ciphertexts: list[bytes]) -> httpx.Response:
-    item = {
-        "submission_id": new_id(),
-        "ciphertexts": [base64.b64encode(c).decode() for c in ciphertexts],
-    }
-    return httpx.post(
-        dep.submissions_url,
-        json={"format": SUBMISSIONS_FORMAT, "submissions": [item]},
-        timeout=60,
-    )
 
 
 def test_end_to_end_unbiased_and_certified_at_min_batch_users(deploy, tmp_path, capsys):
@@ -146,11 +133,11 @@ def test_hostile_submissions(deploy):
 
     # More messages than an honest client sends but with probability 1e-30: refused.
     plus_zero = sealer.seal(0)
-    too_many = _post(dep, [plus_zero] * (cap + 1))
+    too_many = dep.post_ciphertexts([plus_zero] * (cap + 1))
     assert too_many.status_code == 400, too_many.text
     assert too_many.json()["reason"] == "invalid_ciphertexts"
     # No message at all: every user sends its value (j, +1).
-    empty = _post(dep, [])
+    empty = dep.post_ciphertexts([])
     assert empty.status_code == 400 and empty.json()["reason"] == "invalid_ciphertexts"
 
     # Wrong sign encodings: index 2d (no such (bin, sign)), 2^32 - 1, and format version 2.
@@ -158,9 +145,9 @@ def test_hostile_submissions(deploy):
     beyond = MessageSealer(key, task.task_id, 2**32)
     version2 = hpke_suite().encrypt(struct.pack(">BI", 2, 1), key, info=hpke_info(task.task_id))
     bad = [beyond.seal(2 * D), beyond.seal(2**32 - 1), version2]
-    assert _post(dep, bad).status_code == 200
+    assert dep.post_ciphertexts(bad).status_code == 200
     # At the cap: accepted, and it moves bin 0 by the whole cap (the poisoning a cap allows).
-    assert _post(dep, [plus_zero] * cap).status_code == 200
+    assert dep.post_ciphertexts([plus_zero] * cap).status_code == 200
 
     honest = dep.client(seed=4).submit_many([DOMAIN[i % D] for i in range(98)], per_request=49)
     dep.wait_aggregated(100)
@@ -241,7 +228,7 @@ def test_a_submission_at_the_cap_past_4_mib_is_within_the_default_body_limit(dep
     limit = submission_body_bytes(cap)
     assert limit > DEFAULT_MAX_BODY_BYTES
     one = MessageSealer(public_key_from_b64(task.public_key), task.task_id, 2 * 10_000).seal(0)
-    at_cap = _post(dep, [one] * cap)
+    at_cap = dep.post_ciphertexts([one] * cap)
     assert at_cap.status_code == 200, at_cap.text
     over = httpx.post(dep.submissions_url, content=b"x" * (limit + 1), timeout=60)
     assert over.status_code == 413 and over.json()["reason"] == "body_too_large"
