@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 from typing import Any
 
 from shuffledp._wording import plural
@@ -56,17 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=execute)
 
 
-def _writable_dir(path: str) -> Path:
-    """Check that ``path`` is, or can become, a directory that takes files (created at the end)."""
-    return existing_dir_or_new(path, "--output-dir")
-
-
 def execute(args: argparse.Namespace) -> int:
     """Run the experiment and print its summary."""
     from shuffledp.experiments.per_user import PerUserExperimentConfig, run_per_user_experiment
 
     seed, reps, workers = run_options(args)
-    out_dir = _writable_dir(args.output_dir)
+    out_dir = existing_dir_or_new(args.output_dir, "--output-dir")
     config = PerUserExperimentConfig.for_data(
         args.data, quick=args.quick, seed=seed, repetitions=reps, workers=workers
     )
