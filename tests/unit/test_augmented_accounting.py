@@ -294,7 +294,11 @@ def test_s1geo_is_pure_dp(epsilon) -> None:
 
 
 def test_sbin_window_sum_against_the_bruteforce_pair() -> None:
-    for trials, beta, epsilon in [(20, 1.0, 1.0), (60, 0.7, 0.8), (148, 1.0, 1.0)]:
+    # Small M with beta < 1 (the shifted part reaches one point past the window:
+    # it used to be charged as f(hi) and gave 0.625 for 0.375), epsilon tiny and large.
+    settings = [(20, 1.0, 1.0), (60, 0.7, 0.8), (148, 1.0, 1.0), (1, 0.5, 1.0), (1, 0.5, 0.2)]
+    settings += [(3, 0.5, 1.0), (2, 0.3, 0.01), (5, 0.9, 8.0), (1, 1.0, 1.0), (4, 0.05, 3.0)]
+    for trials, beta, epsilon in settings:
         f = stats.binom.pmf(np.arange(trials + 2), trials, 0.5)
         truth = _pair_bruteforce(f, beta, epsilon)
         up = augmented_delta(epsilon, SBinLaw(trials), beta)

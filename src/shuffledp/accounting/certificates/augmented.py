@@ -551,10 +551,12 @@ def augmented_delta_on_grid(
     """Return max(H_ε(P‖Q), H_ε(Q‖P)) of the augmented pair by the sum over a window.
 
     P = p₁ ⊗ f and Q = f ⊗ p₁ with p₁ = (1 − β)f + β·f(· − 1), both on the
-    grid G = [lo, hi] of f's window (p₁(lo) uses f(lo − 1), evaluated
-    directly). Outside G × G, P has at most p₁(∉G) + f(∉G) ≤ 2·dropped + f(hi)
-    (p₁'s mass outside is (1 − β)f(∉G) + β·f(∉G − 1) ≤ f(∉G) + f(hi)), and so
-    has Q; that is added (``"up"``) or charged e^ε times (``"down"``) by
+    grid G = [lo, hi + 1], one point past f's window [lo, hi] so that p₁'s
+    shifted part stays inside (f(lo − 1) and f(hi + 1) are evaluated
+    directly). With ``dropped`` the window's left-out mass (both sides),
+    f(∉G) ≤ dropped and p₁(∉G) = (1 − β)f(∉G) + β·f(∉[lo − 1, hi]) ≤ dropped, so
+    outside G × G, P has at most 2·dropped, and so has Q; that is added
+    (``"up"``) or charged e^ε times (``"down"``) by
     :func:`~shuffledp.accounting.numerics.hockey_stick.certified_hockey_stick_product`,
     with each entry within the window's relative error plus 8u.
 
@@ -569,12 +571,14 @@ def augmented_delta_on_grid(
     beta = check_beta(beta)
     rounding = _check_rounding(rounding)
     window = law.window(tail)
-    f = np.asarray(window.pmf, dtype=np.float64)
+    inside = np.asarray(window.pmf, dtype=np.float64)
     before = law.pmf(np.array([window.lo - 1]))
-    f_prev = np.concatenate([before, f[:-1]])
+    after = law.pmf(np.array([window.lo + len(inside)]))
+    f = np.concatenate([inside, after])
+    f_prev = np.concatenate([before, inside])
     p1 = (1.0 - beta) * f + beta * f_prev
     rel = window.rel_error + 16.0 * _U
-    dropped = (2.0 * window.dropped + float(f[-1])) * (1.0 + 1e-9)
+    dropped = 2.0 * window.dropped * (1.0 + 1e-9)
     return certified_hockey_stick_product(
         p1, f, f, p1, epsilon, relative_error=rel, dropped=dropped, rounding=rounding, both=True
     )
