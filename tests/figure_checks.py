@@ -14,7 +14,8 @@ Readable means, at the figure's default size:
 * every legend lies inside the figure and covers no data: its box overlaps
   none of the bars, lines, markers, bands, error bars or annotations of any
   axes (each taken where it is drawn, clipped to its axes), nor a title;
-* no two horizontal tick labels of one axis overlap.
+* every tick label lies inside the figure, and no two horizontal tick labels
+  of one axis overlap.
 """
 
 from __future__ import annotations
@@ -119,6 +120,18 @@ def readability_problems(fig: Any) -> list[str]:
                 if t.get_visible() and t.get_text() and t.get_rotation() == 0
             ]
             boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in labels]
+            drawn = axis._update_ticks()  # the ticks inside the view, which are drawn
+            shown = [
+                label
+                for tick in drawn
+                for label in (tick.label1, tick.label2)
+                if label.get_visible() and label.get_text()
+            ]
+            for t in shown:
+                if not _inside(t.get_window_extent(renderer), frame):
+                    problems.append(
+                        f"{axis_name} tick label {t.get_text()!r} of axes {i} is clipped"
+                    )
             for j, (text_a, a) in enumerate(boxes):
                 for text_b, b in boxes[j + 1 :]:
                     if _overlap(a, b) > _TOUCH:
