@@ -24,10 +24,13 @@ file that existed before was replaced whole or not at all).
 
 from __future__ import annotations
 
+import csv
+import json
+import math
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +39,14 @@ from shuffledp._validation import InvalidParameterError
 __all__ = [
     "check_output_dir",
     "check_output_file",
+    "finite_or_none",
     "forget_created_outputs",
     "make_output_dir",
     "remove_created_outputs",
     "save_figure",
+    "write_csv_atomically",
     "write_file_atomically",
+    "write_json_atomically",
     "write_text_atomically",
 ]
 
@@ -254,6 +260,52 @@ def write_text_atomically(path: str | Path, text: str) -> Path:
             handle.write(text)
 
     return write_file_atomically(path, write)
+
+
+def write_csv_atomically(
+    path: str | Path,
+    fields: Iterable[str],
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    restval: Any = "",
+) -> Path:
+    """Write ``rows`` as a CSV with a header of ``fields`` through :func:`write_file_atomically`.
+
+    A field a row lacks is written as ``restval``; a key not in ``fields`` is an
+    error (:class:`csv.DictWriter`'s rule).
+    """
+    columns = list(fields)
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns, restval=restval)
+            writer.writeheader()
+            writer.writerows(rows)
+
+    return write_file_atomically(path, write)
+
+
+def finite_or_none(value: Any) -> Any:
+    """``value`` with every non-finite float (in dicts, lists, tuples) replaced by ``None``.
+
+    numpy scalars become Python numbers, dict keys strings: the result is what
+    strict JSON (``allow_nan=False``) can write.
+    """
+    if isinstance(value, dict):
+        return {str(k): finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_or_none(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", None) == 0:
+        return finite_or_none(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_json_atomically(path: str | Path, document: Any) -> Path:
+    """Write ``document`` as strict JSON (non-finite numbers as null, indent 2, final newline)."""
+    text = json.dumps(finite_or_none(document), indent=2, allow_nan=False) + "\n"
+    return write_text_atomically(path, text)
 
 
 def save_figure(figure: Any, path: str | Path, **savefig_options: Any) -> Path:

@@ -210,3 +210,31 @@ def test_read_only_targets_are_refused() -> None:
         if shut_dir.exists():
             shut_dir.chmod(0o755)
         shutil.rmtree(base)
+
+
+def test_json_is_strict_with_non_finite_numbers_as_null(tmp_path: Path) -> None:
+    import json
+    import math
+
+    import numpy as np
+
+    from shuffledp._files import write_json_atomically
+
+    document = {"a": math.nan, "b": [1.5, -math.inf, np.float64(math.inf)], 3: np.int64(7)}
+    path = write_json_atomically(tmp_path / "s.json", document)
+    text = path.read_text(encoding="utf-8")
+    assert "NaN" not in text and "Infinity" not in text and text.endswith("}\n")
+    assert json.loads(text) == {"a": None, "b": [1.5, None, None], "3": 7}
+
+
+def test_csv_has_the_header_and_fills_missing_fields(tmp_path: Path) -> None:
+    import csv
+
+    from shuffledp._files import write_csv_atomically
+
+    path = write_csv_atomically(tmp_path / "t.csv", ["x", "y"], [{"x": 1, "y": 2}, {"x": 3}])
+    with path.open(newline="", encoding="utf-8") as handle:
+        assert list(csv.reader(handle)) == [["x", "y"], ["1", "2"], ["3", ""]]
+    with pytest.raises(ValueError, match="z"):
+        write_csv_atomically(tmp_path / "u.csv", ["x"], [{"x": 1, "z": 2}])
+    assert not (tmp_path / "u.csv").exists()

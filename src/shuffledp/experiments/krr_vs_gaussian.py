@@ -33,7 +33,6 @@ bins over ±3 standard deviations, with values beyond in the end bins.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -43,7 +42,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from shuffledp._files import make_output_dir, write_file_atomically
+from shuffledp._files import make_output_dir, write_csv_atomically
 from shuffledp._progress import progress
 from shuffledp._rng import SeedLike, child_seeds, make_rng
 from shuffledp._validation import InvalidParameterError, check_int
@@ -269,13 +268,7 @@ def run_krr_vs_gaussian(
     make_output_dir(out)  # only now: an interrupted run leaves no empty directory
     csv_path = out / "krr_vs_gaussian.csv"
 
-    def write_rows(tmp: Path) -> None:
-        with tmp.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=FIELDS)
-            writer.writeheader()
-            writer.writerows(rows)
-
-    write_file_atomically(csv_path, write_rows)
+    write_csv_atomically(csv_path, FIELDS, rows)
     summary = summarize(rows)
     written = [csv_path]
     if plots:

@@ -27,8 +27,6 @@ feeds independent child streams: the data, each protocol's runs.
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 import time
 from collections.abc import Callable, Iterable
@@ -39,7 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from shuffledp._files import make_output_dir, write_file_atomically, write_text_atomically
+from shuffledp._files import make_output_dir, write_csv_atomically, write_json_atomically
 from shuffledp._progress import progress
 from shuffledp._rng import make_rng
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
@@ -492,14 +490,7 @@ def run_near_central(
     table = out_dir / "near_central.csv"
     fields = list(NearCentralRow.__dataclass_fields__)
 
-    def write_csv(tmp: Path) -> None:
-        with tmp.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=fields)
-            writer.writeheader()
-            for row in rows:
-                writer.writerow(row.to_dict())
-
-    write_file_atomically(table, write_csv)
+    write_csv_atomically(table, fields, (row.to_dict() for row in rows))
     files.append(table)
     summary = out_dir / "near_central_summary.json"
     document = {
@@ -508,7 +499,7 @@ def run_near_central(
         "rows": [row.to_dict() for row in rows],
         "verdicts": found,
     }
-    write_text_atomically(summary, json.dumps(document, indent=2) + "\n")
+    write_json_atomically(summary, document)
     files.append(summary)
     if plots:
         from shuffledp.experiments.near_central_plots import plot_near_central

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from shuffledp._files import make_output_dir
+from shuffledp._files import finite_or_none, make_output_dir
 from shuffledp._optional import require
 from shuffledp._progress import progress, working
 from shuffledp._validation import InvalidParameterError
@@ -55,7 +55,6 @@ from shuffledp.experiments.per_user.metrics import (
 from shuffledp.experiments.per_user.tables import (
     _blank,
     _data_columns,
-    _json_safe,
     _summary,
     _write_summary,
     _write_tables,
@@ -549,4 +548,4 @@ def _run(config: PerUserExperimentConfig, out: Path, *, plots: bool) -> dict[str
     summary["timings_seconds"] = timings
     summary["elapsed_seconds"] = time.perf_counter() - started
     files.append(_write_summary(out, summary))
-    return {"files": [str(p) for p in files], "summary": _json_safe(summary)}
+    return {"files": [str(p) for p in files], "summary": finite_or_none(summary)}

@@ -3,9 +3,9 @@
 The CSVs' columns (:data:`SWEEP_FIELDS`, :data:`BASELINE_FIELDS`,
 :data:`EPSILON_PRIME_FIELDS`, :data:`ATTACK_FIELDS`, :data:`THM3_FIELDS`), each
 starting with the data's columns (``_data_columns``); ``_blank`` (a NaN as an
-empty cell); ``_write_csv`` and ``_write_tables`` (the five CSVs); ``_summary``
+empty cell); ``_write_tables`` (the five CSVs); ``_summary``
 (the configuration, the chosen ε₁, Thm 4, the baselines, ε′, the attack and
-Thm 3) and ``_write_summary``, with ``_json_safe`` (non-finite numbers become
+Thm 3) and ``_write_summary``, through ``_files.write_json_atomically`` (non-finite numbers become
 null).
 
 Imports :mod:`.config` and :mod:`.data` (never :mod:`.runs` or :mod:`.plots`).
@@ -13,17 +13,12 @@ Imports :mod:`.config` and :mod:`.data` (never :mod:`.runs` or :mod:`.plots`).
 
 from __future__ import annotations
 
-import csv
-import json
 import math
-from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from shuffledp._files import write_file_atomically, write_text_atomically
+from shuffledp._files import write_csv_atomically, write_json_atomically
 from shuffledp.experiments.per_user.config import PerUserExperimentConfig
 from shuffledp.experiments.per_user.data import PerUserData
 from shuffledp.schemas import schema_id
@@ -166,16 +161,6 @@ def _blank(value: float) -> float | str:
     return "" if isinstance(value, float) and math.isnan(value) else value
 
 
-def _write_csv(path: Path, fields: Iterable[str], rows: list[dict[str, Any]]) -> Path:
-    def write(tmp: Path) -> None:
-        with tmp.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(fields), restval="")
-            writer.writeheader()
-            writer.writerows(rows)
-
-    return write_file_atomically(path, write)
-
-
 def _write_tables(
     out: Path,
     sweep_rows: list[dict[str, Any]],
@@ -186,11 +171,11 @@ def _write_tables(
 ) -> list[Path]:
     """Write the five CSVs into ``out``; return their paths."""
     return [
-        _write_csv(out / "eps1_sweep.csv", SWEEP_FIELDS, sweep_rows),
-        _write_csv(out / "baselines.csv", BASELINE_FIELDS, base_rows),
-        _write_csv(out / "epsilon_prime.csv", EPSILON_PRIME_FIELDS, eps_rows),
-        _write_csv(out / "attack.csv", ATTACK_FIELDS, attack_rows),
-        _write_csv(out / "thm3.csv", THM3_FIELDS, thm3),
+        write_csv_atomically(out / "eps1_sweep.csv", SWEEP_FIELDS, sweep_rows),
+        write_csv_atomically(out / "baselines.csv", BASELINE_FIELDS, base_rows),
+        write_csv_atomically(out / "epsilon_prime.csv", EPSILON_PRIME_FIELDS, eps_rows),
+        write_csv_atomically(out / "attack.csv", ATTACK_FIELDS, attack_rows),
+        write_csv_atomically(out / "thm3.csv", THM3_FIELDS, thm3),
     ]
 
 
@@ -283,19 +268,5 @@ def _summary(
 def _write_summary(out: Path, summary: dict[str, Any]) -> Path:
     """Write ``summary.json`` into ``out`` (strict JSON: no NaN); return its path."""
     summary_path = out / "summary.json"
-    write_text_atomically(
-        summary_path, json.dumps(_json_safe(summary), indent=2, allow_nan=False) + "\n"
-    )
+    write_json_atomically(summary_path, summary)
     return summary_path
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, np.generic):
-        return _json_safe(value.item())
-    return value

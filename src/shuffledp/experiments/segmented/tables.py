@@ -15,7 +15,6 @@ Imports :mod:`.config`, :mod:`.data`, :mod:`.calibration` and :mod:`.verdicts`
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import statistics
@@ -26,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from shuffledp._files import write_file_atomically, write_text_atomically
+from shuffledp._files import write_csv_atomically, write_text_atomically
 from shuffledp.accounting.certificates.segmented import level_lower_bound
 from shuffledp.experiments.segmented.calibration import _Point
 from shuffledp.experiments.segmented.config import OURS, SegmentedExperimentConfig, _Baseline
@@ -73,13 +72,7 @@ def _write_csv(out: Path, data: str, rows: list[dict[str, Any]]) -> Path:
     """Write the rows to ``segmented_<data>.csv`` in ``out``; return its path."""
     csv_path = out / f"segmented_{data}.csv"
 
-    def write_rows(tmp: Path) -> None:
-        with tmp.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=FIELDS)
-            writer.writeheader()
-            writer.writerows(rows)
-
-    write_file_atomically(csv_path, write_rows)
+    write_csv_atomically(csv_path, FIELDS, rows)
     return csv_path
 
 
