@@ -37,6 +37,7 @@ from shuffledp.accounting.certificates.segmented import (
     level_lower_bound,
     lower_bound_slots,
 )
+from shuffledp.accounting.numerics.search import smallest_passing
 from shuffledp.accounting.numerics.two_counts import TwoCountPair, two_count_delta
 from shuffledp.accounting.reproductions.segmented_eq7 import paper_report_probability
 from shuffledp.baselines.mm_shuffle import calibrate_blanket_rate
@@ -271,20 +272,11 @@ def _blanket_gap(job: _GapJob) -> dict[str, Any]:
             eps, n=n, blanket_rate=m, message_domain=d_msg, items=s, padding=padding
         )
 
-    # Geometric bisection for the m where the lower bound crosses δ (treated as falling in m).
-    lo, hi = 1e-4, m_cert
-    if lower(lo) <= delta:
-        m_low = lo
-    elif lower(hi) > delta:  # pragma: no cover - a lower bound never exceeds the certificate
+    # The m where the lower bound crosses δ (treated as falling in m), to 0.1%.
+    try:
+        m_low = smallest_passing(lambda m: lower(m) <= delta, 1e-4, m_cert, rtol=1e-3)
+    except ValueError:  # pragma: no cover - a lower bound never exceeds the certificate
         m_low = math.nan
-    else:
-        while hi / lo > 1.001:
-            mid = math.sqrt(lo * hi)
-            if lower(mid) <= delta:
-                hi = mid
-            else:
-                lo = mid
-        m_low = hi
     return {
         "n": n,
         "items_per_user": s,
