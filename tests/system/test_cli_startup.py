@@ -20,6 +20,7 @@ import pytest
 
 import shuffledp
 import shuffledp.cli
+from shuffledp.cli._common import Parser
 from shuffledp.cli._registry import command_modules
 
 EXE = str(Path(sys.executable).with_name("shuffledp"))
@@ -164,3 +165,49 @@ def test_ctrl_c_while_a_command_imports_is_one_line_and_exit_130(cpu: float) -> 
     os.killpg(process.pid, signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert (process.returncode, err) == (130, "shuffledp: interrupted\n")
+
+
+def _raising(exc: BaseException) -> Parser:
+    parser = Parser(prog="shuffledp")
+
+    def handler(_: object) -> int:
+        raise exc
+
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def _import_error_from_ctrl_c() -> ImportError:
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise ImportError("initialization failed") from interrupt
+    except ImportError as wrapped:
+        return wrapped
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [_import_error_from_ctrl_c(), OSError(5, "Input/output error")],
+    ids=["import-error-caused-by-ctrl-c", "oserror-in-handling-ctrl-c"],
+)
+def test_an_error_caused_by_ctrl_c_is_an_interrupt(
+    exc: BaseException, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A SIGINT inside a C extension's module init surfaces as ``ImportError`` (seen in CI
+    when ``scipy.fft``'s pocketfft initialised); it is still Ctrl-C: one line, 130."""
+    if isinstance(exc, OSError):
+        exc.__context__ = KeyboardInterrupt()
+    monkeypatch.setattr(shuffledp.cli, "build_parser", lambda argv=None: _raising(exc))
+    assert shuffledp.cli.main([]) == 130
+    assert capsys.readouterr().err == "shuffledp: interrupted\n"
+
+
+def test_an_error_not_caused_by_ctrl_c_keeps_its_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plain = ImportError("a real missing module")
+    monkeypatch.setattr(shuffledp.cli, "build_parser", lambda argv=None: _raising(plain))
+    with pytest.raises(ImportError, match="a real missing module"):
+        shuffledp.cli.main([])
