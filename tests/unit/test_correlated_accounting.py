@@ -343,3 +343,34 @@ def test_infeasible_two_sided_parts_are_refused_at_once_with_the_floor():
     with pytest.raises(InvalidParameterError, match="even unlimited flooding"):
         cheapest_flooding(1.0, 1e-6, alpha)
     assert flooding_floor(1.0, math.exp(-0.45)) == 0.0
+
+
+def _pairwise_hockey(v0: np.ndarray, m0: np.ndarray, v1: np.ndarray, m1: np.ndarray, eps: float):
+    """Σ_{i,j} m1_i m0_j (1 − e^{ε − v1_i − v0_j})₊ pair by pair (no suffix sums, no shift)."""
+    exponent = eps - v1[:, None] - v0[None, :]
+    weight = np.outer(m1, m0)
+    positive = exponent < 0
+    return float(np.sum(weight[positive] * -np.expm1(exponent[positive])))
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.5, 3.0, 399.0, 801.0])
+def test_composed_hockey_brackets_the_pairwise_sum_when_losses_spread_past_700_nats(eps):
+    """e^{ε − v − shift} overflows here; each rounding must keep its own side of the sum.
+
+    At ε = 399 the atom v = −430 overflows; taking e^700 in place of the true factor put
+    the ``"down"`` sum 1.6e-10 above the exact one, far beyond rounding error.
+    """
+    v0 = np.array([-450.0, -2.0, 0.0, 1.0, 420.0])
+    m0 = np.array([0.1, 0.2, 0.3, 0.25, 0.15])
+    v1 = np.array([-430.0, -1.0, 0.5, 440.0])
+    m1 = np.array([0.05, 0.45, 0.3, 0.2])
+    exact = _pairwise_hockey(v0, m0, v1, m1, eps)
+    composed = accountant._Composed(v0, m0)
+    up, _ = composed.hockey(v1, m1, eps, rounding="up")
+    down, _ = composed.hockey(v1, m1, eps, rounding="down")
+    # Both sums carry float rounding (a few ulps), which correlated_delta's allowance covers.
+    ulps = 8 * np.finfo(float).eps * exact
+    assert down <= exact + ulps and up >= exact - ulps
+    # They differ only by the atoms whose factor overflows, each at most its own mass.
+    overflowing = eps - v1 - v0.min() > 700.0
+    assert up - down <= float(np.sum(m1[overflowing])) + 2 * ulps

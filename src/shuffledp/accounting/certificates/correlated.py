@@ -360,6 +360,10 @@ def _mass_above(values: NDArray[np.float64], masses: NDArray[np.float64], eps: f
     return float(np.sum(masses[values > eps]))
 
 
+#: The largest exponent :meth:`_Composed.hockey` evaluates (e^700 ≈ 1e304 < float max).
+_LARGEST_EXPONENT = 700.0
+
+
 class _Composed:
     """The sum L′ + L of two independent atom sets, as sorted suffix sums (one sort)."""
 
@@ -375,17 +379,30 @@ class _Composed:
         )
 
     def hockey(
-        self, values: NDArray[np.float64], masses: NDArray[np.float64], eps: float
+        self,
+        values: NDArray[np.float64],
+        masses: NDArray[np.float64],
+        eps: float,
+        *,
+        rounding: Literal["up", "down"] = "up",
     ) -> tuple[float, float]:
-        """(E[(1 − e^{ε − V − U})₊], P[V + U > ε]) over the atoms (values, masses) ⊗ self."""
+        """(E[(1 − e^{ε − V − U})₊], P[V + U > ε]) over the atoms (values, masses) ⊗ self.
+
+        For an atom V = v the inner sum Σ_{u_j > ε − v} q_j (1 − e^{ε − v − u_j}) lies
+        in [0, P[U > ε − v]]. Where e^{ε − v − shift} would overflow (a spread of the
+        losses beyond 700 nats) that interval is all that is known, and its safe end
+        is taken: the upper end for ``rounding="up"``, 0 for ``"down"``.
+        """
         thresholds = eps - values
         index = np.searchsorted(self.values, thresholds, side="right")
         above = self.suffix_mass[index]
         live = above > 0
-        with np.errstate(over="ignore"):
-            scale = np.exp(np.minimum(thresholds[live] - self.shift, 700.0))
-        inner = above[live] - scale * self.suffix_scaled[index[live]]
-        total = float(np.sum(masses[live] * np.clip(inner, 0.0, None)))
+        exponent = thresholds[live] - self.shift
+        overflow = exponent > _LARGEST_EXPONENT
+        scale = np.exp(np.minimum(exponent, _LARGEST_EXPONENT))
+        inner = np.clip(above[live] - scale * self.suffix_scaled[index[live]], 0.0, None)
+        inner[overflow] = above[live][overflow] if rounding == "up" else 0.0
+        total = float(np.sum(masses[live] * inner))
         return total, float(np.sum(masses[live] * above[live]))
 
 
@@ -447,7 +464,7 @@ def correlated_delta(
             _certified(second, region1, loss=loss, terms=terms, dropped=0.0, rounding=rounding),
         )
     composed = _Composed(loss.values0, loss.masses0)
-    total, _ = composed.hockey(values1, masses1, epsilon)
+    total, _ = composed.hockey(values1, masses1, epsilon, rounding=rounding)
     _, region = composed.hockey(values1, masses1, epsilon - 2.0 * widen)
     # L = +∞ (u = 0 in the second bin) contributes its mass whatever L′ is.
     weight1 = float(np.sum(masses1))
