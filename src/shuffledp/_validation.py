@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "DataError",
@@ -20,6 +20,7 @@ __all__ = [
     "check_flip_probability",
     "check_int",
     "check_probability",
+    "check_rounding",
 ]
 
 
@@ -52,6 +53,24 @@ def check_epsilon(value: Any, name: str = "epsilon") -> float:
     if not _is_real(value) or not math.isfinite(float(value)) or float(value) <= 0:
         raise InvalidParameterError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
+
+
+def check_rounding(value: Any, name: str = "rounding") -> Literal["up", "down"]:
+    """Return ``value`` if it is ``"up"`` or ``"down"``, the two sides of a computed δ.
+
+    Every accountant that takes ``rounding`` treats anything but ``"up"`` as a
+    lower bound, so a typo such as ``"UP"`` would turn a certificate into a lower
+    bound without a word: it is refused instead.
+
+    Raises:
+        InvalidParameterError: If ``value`` is neither string.
+    """
+    if isinstance(value, str) and value in ("up", "down"):
+        return "up" if value == "up" else "down"
+    raise InvalidParameterError(
+        f"{name} must be 'up' (an upper bound, the certificate) or 'down' (a lower bound), "
+        f"got {value!r}"
+    )
 
 
 def check_delta(value: Any, name: str = "delta") -> float:

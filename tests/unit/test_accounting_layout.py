@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 import sys
 import types
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 import shuffledp
+from shuffledp import accounting
+from shuffledp._validation import InvalidParameterError
 from shuffledp.accounting import compare
 from shuffledp.accounting._moved import MOVED
 from shuffledp.accounting.methods import METHODS, Method
@@ -334,3 +339,45 @@ def test_privacy_report_compose_forwards_to_shuffledp_compose_with_a_warning() -
     with pytest.warns(DeprecationWarning, match=r"shuffledp\.compose"):
         old = a.compose(b)
     assert old == shuffledp.compose(a, b)
+
+
+def _functions_taking_rounding() -> list[tuple[str, Callable[..., Any]]]:
+    found = []
+    for info in pkgutil.walk_packages(accounting.__path__, "shuffledp.accounting."):
+        if info.name.endswith("_moved"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if (
+                inspect.isfunction(value)
+                and value.__module__ == info.name
+                and "rounding" in inspect.signature(value).parameters
+                and not name.startswith("_")
+            ):
+                found.append((f"{info.name}.{name}", value))
+    return sorted(found, key=lambda item: item[0])
+
+
+ROUNDING_FUNCTIONS = _functions_taking_rounding()
+
+
+def test_there_are_accountants_taking_rounding() -> None:
+    assert len(ROUNDING_FUNCTIONS) >= 20, [name for name, _ in ROUNDING_FUNCTIONS]
+
+
+@pytest.mark.parametrize(
+    ("name", "function"), [pytest.param(*item, id=item[0]) for item in ROUNDING_FUNCTIONS]
+)
+@pytest.mark.parametrize("bad", ["UP", "Down", "upper", "", None, 1])
+def test_every_rounding_parameter_refuses_anything_but_up_or_down(
+    name: str, function: Callable[..., Any], bad: object
+) -> None:
+    """Anything but "up" used to mean "down": a typo turned a certificate into a lower bound."""
+    signature = inspect.signature(function)
+    required = {
+        parameter.name: None
+        for parameter in signature.parameters.values()
+        if parameter.default is inspect.Parameter.empty and parameter.name != "rounding"
+    }
+    with pytest.raises(InvalidParameterError, match=r"^rounding must be 'up' .* or 'down'"):
+        function(**required, rounding=bad)

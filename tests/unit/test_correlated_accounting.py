@@ -374,3 +374,31 @@ def test_composed_hockey_brackets_the_pairwise_sum_when_losses_spread_past_700_n
     # They differ only by the atoms whose factor overflows, each at most its own mass.
     overflowing = eps - v1 - v0.min() > 700.0
     assert up - down <= float(np.sum(m1[overflowing])) + 2 * ulps
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"shape": -1.0}, "shape"),
+        ({"shape": float("nan")}, "shape"),
+        ({"flood_q": 1.0}, "flood_q"),
+        ({"flood_r": -2.0}, "flood_r"),
+        ({"alpha": 1.0}, "alpha"),
+        ({"tail": 0.0}, "tail"),
+    ],
+)
+def test_generic_bin_delta_names_a_bad_parameter(change, named):
+    arguments = {"alpha": 0.5, "shape": 1.0, "flood_r": 2.0, "flood_q": 0.3, **change}
+    with pytest.raises(InvalidParameterError, match=rf"^{named} must be .*got "):
+        generic_bin_delta(1.0, **arguments)
+
+
+@pytest.mark.parametrize("tail", [0.0, 1.0, -1e-9, float("nan")])
+def test_correlated_delta_refuses_a_tail_outside_zero_one(tail):
+    with pytest.raises(InvalidParameterError, match=r"^tail must be in the open interval"):
+        correlated_delta(1.0, CorrelatedNoise(0.5, 2.0, 0.3), tail=tail)
+
+
+def test_correlated_delta_refuses_noise_of_another_type():
+    with pytest.raises(InvalidParameterError, match=r"^noise must be a CorrelatedNoise, got tuple"):
+        correlated_delta(1.0, (0.5, 2.0, 0.3))  # type: ignore[arg-type]

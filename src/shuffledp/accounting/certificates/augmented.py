@@ -101,7 +101,13 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
+from shuffledp._validation import (
+    InvalidParameterError,
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_rounding,
+)
 from shuffledp.accounting.numerics.binomial import (
     DEFAULT_TAIL,
     Window,
@@ -508,12 +514,6 @@ def _block_delta(
     return np.maximum(0.0, total * (1.0 - 32.0 * _U))
 
 
-def _check_rounding(rounding: str) -> Rounding:
-    if rounding not in ("up", "down"):
-        raise InvalidParameterError(f"rounding must be 'up' or 'down', got {rounding!r}")
-    return "up" if rounding == "up" else "down"
-
-
 def sageo_delta(
     epsilon: float, law: SAGeoLaw, beta: float = 1.0, *, rounding: Rounding = "up"
 ) -> float:
@@ -531,9 +531,9 @@ def sageo_delta(
         beta: The shuffler's sampling rate β in (0, 1].
         rounding: ``"up"`` or ``"down"``.
     """
+    rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
     beta = check_beta(beta)
-    rounding = _check_rounding(rounding)
     if not isinstance(law, SAGeoLaw):
         raise InvalidParameterError(f"law must be a SAGeoLaw, got {type(law).__name__}")
     nu = np.array([law.nu], dtype=np.int64)
@@ -567,9 +567,9 @@ def augmented_delta_on_grid(
         rounding: ``"up"`` (upper bound) or ``"down"`` (lower bound).
         tail: Mass left out of f's window on each side.
     """
+    rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
     beta = check_beta(beta)
-    rounding = _check_rounding(rounding)
     window = law.window(tail)
     inside = np.asarray(window.pmf, dtype=np.float64)
     before = law.pmf(np.array([window.lo - 1]))
@@ -601,6 +601,7 @@ def augmented_delta(
     the exact δ of the pair, which is that of a dataset whenever one exists
     with the other users outside the two values (d ≥ 3, n = 1 or β = 1).
     """
+    rounding = check_rounding(rounding)
     if isinstance(law, SAGeoLaw):
         return sageo_delta(epsilon, law, beta, rounding=rounding)
     if isinstance(law, SBinLaw):

@@ -89,6 +89,8 @@ from shuffledp._validation import (
     InvalidParameterError,
     check_delta,
     check_epsilon,
+    check_probability,
+    check_rounding,
 )
 from shuffledp.accounting.numerics.search import settle_epsilon
 
@@ -439,8 +441,12 @@ def correlated_delta(
             the same exact δ (truncated atoms only lower it).
         tail: Mass W's window leaves out (added to an upper bound).
     """
+    rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
     neighbours = check_neighbours(neighbours)
+    tail = check_probability(tail, "tail")
+    if not isinstance(noise, CorrelatedNoise):
+        raise InvalidParameterError(f"noise must be a CorrelatedNoise, got {type(noise).__name__}")
     loss = _bin_loss(noise, tail)
     up = rounding == "up"
     a = noise.a
@@ -543,8 +549,10 @@ def generic_bin_delta(
     """
     epsilon = check_epsilon(epsilon)
     neighbours = check_neighbours(neighbours)
-    if not 0.0 < alpha < 1.0:
-        raise InvalidParameterError(f"alpha must be in (0, 1), got {alpha!r}")
+    tail = check_probability(tail, "tail")
+    CorrelatedNoise(alpha, flood_r, flood_q)  # checks alpha, flood_r and flood_q
+    if not (isinstance(shape, float | int) and math.isfinite(shape) and shape > 0.0):
+        raise InvalidParameterError(f"shape must be a finite number > 0, got {shape!r}")
     g = _negative_binomial_pmf(shape, alpha, tail)
     w = _negative_binomial_pmf(flood_r, flood_q, tail)
     depth = len(g.pmf) - 1  # g(k) = 0 (dropped) beyond D

@@ -66,6 +66,7 @@ from shuffledp._validation import (
     check_epsilon,
     check_flip_probability,
     check_int,
+    check_rounding,
 )
 from shuffledp.accounting.numerics.binomial import (
     DEFAULT_TAIL,
@@ -203,6 +204,7 @@ def flip_delta_for_pair(
             outside the windows plus a floating-point allowance; ``"down"`` to
             err below it (for lower bounds).
     """
+    rounding = check_rounding(rounding)
     epsilon, q, fake_users, n = _check_common(epsilon, q, fake_users, n)
     h_a = check_int(count_from, "count_from", minimum=1, maximum=n)
     h_b = check_int(count_to, "count_to", minimum=0, maximum=n - h_a)

@@ -73,7 +73,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
+from shuffledp._validation import InvalidParameterError, check_epsilon, check_int, check_rounding
 from shuffledp.accounting.numerics.binomial import (
     DEFAULT_TAIL,
     Window,
@@ -159,6 +159,7 @@ def krr_delta_two_count_marginal(
     bound (see the module docstring). Needs k ≥ 3: with k = 2 that dataset does
     not exist (and the pair would be the generic variation-ratio upper bound).
     """
+    rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
     return two_count_delta(krr_two_count_pair(epsilon0, k, n), epsilon, rounding=rounding)
 
@@ -203,6 +204,7 @@ def krr_delta(
             refining once the comparison is decided (the answer is still an
             upper bound; see :func:`shuffledp.accounting.numerics.mixture.mixture_delta`).
     """
+    rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
     if epsilon >= check_epsilon(epsilon0, "epsilon0"):
         return 0.0
@@ -263,6 +265,7 @@ def krr_delta_homogeneous(
     histogram's likelihood ratio exactly. Needs k ≥ 3; the work grows like the
     product of the two count windows' widths (about n·b for large n).
     """
+    rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
     k = check_int(k, "k", minimum=3)
     n = check_int(n, "n", minimum=1)
@@ -313,6 +316,7 @@ def krr_marginal_delta(
     quantity the k-RR paper's Def. 11 sets out to compute, with the log-ratio of
     its eqs. 8–9 in place of the printed v_s.
     """
+    rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
     a, b = _accounted(epsilon0, k)
     not_a = _not_a(epsilon0, k)
@@ -398,6 +402,7 @@ def krr_binary_split_delta(
     splits (17 beyond 1e4 users), a lower bound. Every value is attained by a
     dataset that exists.
     """
+    rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
     n = check_int(n, "n", minimum=1)
     _accounted(epsilon0, 2)
@@ -437,6 +442,7 @@ def krr_delta_for_dataset(
         InvalidParameterError: When none of these applies (use :func:`krr_delta`
             for a bound that holds for every dataset).
     """
+    rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
     k = check_int(k, "k", minimum=2)
     counts = np.asarray(others)

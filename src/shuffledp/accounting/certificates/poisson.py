@@ -50,7 +50,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from shuffledp._validation import check_epsilon, check_int, check_probability
+from shuffledp._validation import check_epsilon, check_int, check_probability, check_rounding
 from shuffledp.accounting.numerics.binomial import (
     DEFAULT_TAIL,
     Window,
@@ -98,6 +98,7 @@ def poisson_delta(
         target: The δ the caller will compare the answer with (see
             :func:`shuffledp.accounting.numerics.mixture.mixture_delta`).
     """
+    rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
     lam, d, n_msg, gamma = check_poisson_parameters(
         report_probability, domain_size, blanket_messages, blanket_probability

@@ -51,6 +51,7 @@ from shuffledp._validation import (
     check_epsilon,
     check_int,
     check_probability,
+    check_rounding,
 )
 from shuffledp.accounting.certificates.poisson import poisson_delta
 from shuffledp.accounting.numerics.binomial import (
@@ -125,6 +126,7 @@ def item_delta(
         target: A δ the caller compares with (lets the sum stop early; see
             :func:`shuffledp.accounting.numerics.mixture.mixture_delta`).
     """
+    rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
     if report_probability == 0:
         return 0.0  # a slot never reported (λ = 0): the two datasets' views agree
@@ -311,6 +313,7 @@ def lemma3_pair_delta(
     epsilon: float, lam: float, d: int, blanket: int, gamma: float, rounding: Literal["up", "down"]
 ) -> float:
     """The two counts of x₀ and x₁ without the total: the pair of Lemma 3 / Prop. 1."""
+    rounding = check_rounding(rounding)
     rate = 2.0 * gamma / d
     pair = TwoCountPair(
         blanket=blanket,

@@ -32,6 +32,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from shuffledp._validation import check_rounding
+
 __all__ = [
     "certified_hockey_stick",
     "certified_hockey_stick_product",
@@ -163,6 +165,7 @@ def certified_hockey_stick(
         rounding: ``"up"`` for an upper bound, ``"down"`` for a lower bound.
         both: Take the larger direction (True) or H_ε(P‖Q) only.
     """
+    rounding = check_rounding(rounding)
     p = np.asarray(p, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64)
     e_eps = exp_or_inf(epsilon)
@@ -288,6 +291,7 @@ def certified_hockey_stick_product(
         rounding: ``"up"`` or ``"down"``.
         both: Also evaluate H_ε(Q‖P) and return the larger.
     """
+    rounding = check_rounding(rounding)
     p1, q1, p2, q2 = (np.asarray(a, dtype=np.float64) for a in (p1, q1, p2, q2))
     if p1.shape != q1.shape or p2.shape != q2.shape:
         raise ValueError("each coordinate's P and Q must share a grid")

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from shuffledp._validation import InvalidParameterError, check_int
+from shuffledp._validation import InvalidParameterError, check_int, check_rounding
 from shuffledp.accounting.numerics.binomial import (
     DEFAULT_TAIL,
     Window,
@@ -155,6 +155,7 @@ def iid_blanket_delta(
             allowance; ``"down"`` subtracts them.
         tail: Mass left out on each side of each window.
     """
+    rounding = check_rounding(rounding)
     if epsilon < 0:
         raise InvalidParameterError(f"epsilon must be >= 0, got {epsilon!r}")
     p0, p1, pz, pr = setting.victim

@@ -41,6 +41,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from shuffledp._validation import check_rounding
 from shuffledp.accounting.numerics.binomial import DEFAULT_TAIL, Window
 from shuffledp.accounting.numerics.two_counts import (
     BlockMemo,
@@ -267,6 +268,7 @@ def mixture_delta(
         weight_error: Relative error bound of the weights ``pair_at`` returns
             beyond that of the window's probabilities.
     """
+    rounding = check_rounding(rounding)
     out = _mixture(
         window,
         pair_at,

@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from shuffledp._validation import InvalidParameterError, check_int
+from shuffledp._validation import InvalidParameterError, check_int, check_rounding
 from shuffledp.accounting.numerics.binomial import (
     DEFAULT_TAIL,
     binomial_pmf,
@@ -454,6 +454,7 @@ def certify(
     The allowance is four times the mass term (41u·P̂(Ŵ) ≤ 2.1·20u·P̂(Ŵ)) and
     twice the charge.
     """
+    rounding = check_rounding(rounding)
     allowance = (
         8.0 * 20.0 * _UNIT_ROUNDOFF * mass
         + 1e-15 * mass
@@ -653,6 +654,7 @@ def two_count_delta(
         tolerance: Relative gap between the block sums' two sides at which the
             refinement stops (the answer is within it of the exact line sum).
     """
+    rounding = check_rounding(rounding)
     return two_count_deltas([pair], epsilon, rounding=rounding, tail=tail, tolerance=tolerance)[0]
 
 
@@ -680,6 +682,7 @@ def two_count_deltas(
             a pair found there continues from them (to a tighter tolerance);
             new pairs are added. Only for calls at one ε.
     """
+    rounding = check_rounding(rounding)
     if epsilon < 0:
         raise InvalidParameterError(f"epsilon must be >= 0, got {epsilon!r}")
     # The new pairs' blanket windows in one pass (one per distinct rate).
@@ -914,6 +917,7 @@ def two_count_delta_lines(
     The same number as :func:`two_count_delta` without blocks: O(√m) tail
     evaluations. Kept as the reference the blocked sum is tested against.
     """
+    rounding = check_rounding(rounding)
     if epsilon < 0:
         raise InvalidParameterError(f"epsilon must be >= 0, got {epsilon!r}")
     lines = _pair_lines(pair, tail)
