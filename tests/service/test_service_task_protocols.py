@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy.stats import nbinom
 
+from shuffledp._validation import InvalidParameterError
 from shuffledp.accounting.certificates.augmented import (
     SAGeoLaw,
     SBinLaw,
@@ -23,6 +25,7 @@ from shuffledp.service.analyzer import batch_body_bytes, batch_message_bounds
 from shuffledp.service.message_bounds import (
     correlated_log_tail_bound,
     correlated_max_messages,
+    honest_cap_delta,
     max_dummies_per_batch,
     max_dummies_per_bin,
 )
@@ -250,3 +253,58 @@ def test_cli_bad_protocol_options(tmp_path, capsys, extra, fragment):
     assert code == 2 and out == "" and len(lines) == 1, err
     assert fragment in lines[0] and "Traceback" not in err
     assert not (tmp_path / "task.json").exists() and not (tmp_path / "analyzer.key").exists()
+
+
+# -- what the message bounds cost the guarantee ---------------------------------------------
+
+
+def test_honest_cap_delta_is_one_plus_e_to_the_epsilon_times_two_tails_per_party():
+    assert honest_cap_delta(1.0, 0) == 0.0
+    for eps, parties in ((1.0, 500), (0.01, 2), (20.0, 10**12)):
+        exact = Fraction(1 + math.exp(eps)) * parties * 2 * Fraction(1, 10**30)
+        cost = honest_cap_delta(eps, parties)
+        assert (
+            exact * (1 - Fraction(1, 10**13)) <= Fraction(cost) <= exact * (1 + Fraction(1, 10**9))
+        )
+    assert honest_cap_delta(800.0, 1) == 1.0  # e^800 overflows: the cost is everything
+    with pytest.raises(InvalidParameterError, match=r"parties must be .* got -1"):
+        honest_cap_delta(1.0, -1)
+    with pytest.raises(InvalidParameterError, match="epsilon must be a finite number > 0"):
+        honest_cap_delta(0.0, 3)
+
+
+def test_every_protocol_names_the_parties_that_could_exceed_a_bound(
+    correlated_task, augmented_tasks
+):
+    flip, _ = create_task("flip", DOMAIN, 1.0, 1e-6, 300)
+    krr, _ = create_task("krr", DOMAIN, 1.0, 1e-6, 300)
+    assert flip.capped_parties() == 300 and krr.capped_parties() == 0
+    assert correlated_task[0].capped_parties() == 200
+    parties = {name: task.capped_parties() for name, (task, _) in augmented_tasks.items()}
+    assert parties == {"sageo": 1, "sageo-beta": 1, "s1geo": 1, "sbin": 0}
+
+
+def test_tasks_are_calibrated_so_the_certificate_plus_the_bounds_cost_meets_delta(
+    correlated_task, augmented_tasks
+):
+    flip, _ = create_task("flip", DOMAIN, 1.0, 1e-6, 300)
+    certified = {
+        "flip": (flip, build_protocol(flip, 300).privacy_report().delta),
+        "correlated": (
+            correlated_task[0],
+            correlated_delta(1.0, correlated_task[0].correlated_noise()),
+        ),
+    }
+    for name, (task, _) in augmented_tasks.items():
+        certified[name] = (task, augmented_delta(1.0, task.dummy_law(), task.beta))
+    for name, (task, delta) in certified.items():
+        total = Fraction(delta) + Fraction(task.cap_delta())
+        assert total <= Fraction(task.delta), name
+
+
+@pytest.mark.parametrize("protocol", ["flip", "correlated", "augmented"])
+def test_a_delta_the_bounds_alone_spend_is_refused_naming_delta(protocol):
+    # (1 + e)·1000·2e-30 = 7.4e-27 for 1000 clients; the augmented draw alone: 7.4e-30.
+    delta = 5e-27 if protocol != "augmented" else 5e-30
+    with pytest.raises(InvalidParameterError, match=r"^delta=5e-\d+ is not above what the message"):
+        create_task(protocol, DOMAIN, 1.0, delta, 1000)

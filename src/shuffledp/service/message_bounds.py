@@ -18,6 +18,19 @@ tail of the honest law, exceeded with probability at most
   to every bin j of a batch; the bound is d times the smallest c with
   P[z > c] ≤ tail/d (a union bound over bins): SAGeo's right tail is a
   geometric series in closed form, SBin's count is at most M.
+
+**What a bound costs the guarantee** (:func:`honest_cap_delta`). A party that
+draws more than its bound does not send (a client drops out; a batch waits in
+the shuffler's outbox and is never published), so the messages that are
+published were drawn from the honest law conditioned on staying within the
+bound, not from the law the certificate is for. Let M be the certified
+mechanism and R the one run, on the same inputs; couple them to coincide
+unless one of the N parties whose law the certificate counts on exceeds its
+bound, so their total variation is at most N·p, p the tail. For every set S
+of views, R(D)(S) ≤ M(D)(S) + N·p ≤ e^ε·M(D′)(S) + δ + N·p ≤ e^ε·R(D′)(S) +
+δ + (1 + e^ε)·N·p: R is (ε, δ + (1 + e^ε)·N·p)-DP. Parties outside the N
+(users beyond the batch's certified ``min_batch_users``) only add independent
+messages, which is post-processing.
 """
 
 from __future__ import annotations
@@ -27,7 +40,7 @@ import math
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from shuffledp._validation import InvalidParameterError, check_int
+from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
 from shuffledp.accounting.certificates.augmented import DummyLaw, SAGeoLaw, SBinLaw
 from shuffledp.accounting.certificates.correlated import CorrelatedNoise
 
@@ -35,6 +48,7 @@ __all__ = [
     "MESSAGE_TAIL_PROBABILITY",
     "correlated_log_tail_bound",
     "correlated_max_messages",
+    "honest_cap_delta",
     "max_dummies_per_batch",
     "max_dummies_per_bin",
 ]
@@ -42,6 +56,31 @@ __all__ = [
 #: An honest client exceeds ``max_messages_per_submission`` (and an honest shuffler
 #: a batch's dummy bound) with at most this probability.
 MESSAGE_TAIL_PROBABILITY = 1e-30
+
+
+def honest_cap_delta(epsilon: float, parties: int, tail: float = MESSAGE_TAIL_PROBABILITY) -> float:
+    """The δ the honest parties' message bounds add to a certificate at ε.
+
+    (1 + e^ε)·N·2p (module docstring, "What a bound costs the guarantee"), N =
+    ``parties``, p = ``tail``. Each bound is exceeded with probability at most
+    p as computed; the factor 2 covers the rounding of that computation
+    (scipy's binomial tail, the logarithms of Chernoff's and SAGeo's bounds),
+    whose relative error is far below 1. The result is rounded up.
+
+    Args:
+        epsilon: The certificate's ε > 0.
+        parties: N ≥ 0, the parties whose honest law the certificate counts on
+            and that could exceed a bound (0: nobody can, e.g. one message each).
+        tail: p, the probability with which each exceeds its bound.
+    """
+    epsilon = check_epsilon(epsilon)
+    parties = check_int(parties, "parties", minimum=0)
+    if not 0.0 < tail < 1.0:
+        raise InvalidParameterError(f"tail must be in (0, 1), got {tail!r}")
+    if parties == 0:
+        return 0.0
+    cost = (1.0 + math.exp(min(epsilon, 700.0))) * parties * 2.0 * tail
+    return min(1.0, math.nextafter(cost * (1.0 + 1e-12), math.inf))
 
 
 def _log_mgf_terms(t: float, shape_x: float, alpha: float, shape_y: float, q: float) -> float:

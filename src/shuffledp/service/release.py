@@ -25,10 +25,18 @@ For the correlated protocol the n honest users are those whose noise shares
 add up to the certified noise (``min_honest`` = ``min_batch_users``); for the
 augmented protocol the certificate does not depend on n at all (the
 shuffler's dummies carry it), and the report states its trust model instead.
+
+Every report's δ also carries what the message bounds cost
+(:meth:`~shuffledp.service.task.Task.cap_delta`): an honest party that would
+exceed its bound does not send, so the published messages come from the
+honest law conditioned on staying within it; the argument is in
+:mod:`shuffledp.service.message_bounds`. Tasks are calibrated for the target
+δ minus that cost, so the sum stays within the target.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -40,6 +48,7 @@ from shuffledp.cli.run._release import ReleaseContext, run_to_dict
 from shuffledp.cli.run.augmented import augmented_run_to_dict
 from shuffledp.cli.run.correlated import correlated_run_to_dict
 from shuffledp.cli.run.flip import flip_run_to_dict
+from shuffledp.privacy import ApproxDP, PrivacyReport
 from shuffledp.protocols.augmented import AugmentedProtocol
 from shuffledp.protocols.base import ProtocolRun
 from shuffledp.protocols.flip import FlipProtocol
@@ -146,6 +155,30 @@ def _context(task: Task, totals: AggregateTotals, smallest: int) -> ReleaseConte
     )
 
 
+def _with_message_bounds(report: PrivacyReport, task: Task) -> PrivacyReport:
+    """Add what the message bounds cost to the report's δ (and take it off its lower bound)."""
+    cost = task.cap_delta()
+    if cost == 0.0:
+        return report
+    delta = math.nextafter(report.delta + cost, math.inf)
+    lower = report.lower_bound_delta
+    if lower is not None:
+        lower = max(0.0, math.nextafter(lower - cost, -math.inf))
+    parties = task.capped_parties()
+    who = f"{parties} users" if task.protocol in ("flip", "correlated") else "the dummy draw"
+    note = (
+        f"delta includes {cost:.3g} for the message bounds: each of the {who} the "
+        "certificate counts on exceeds its bound with probability at most 1e-30 and then "
+        "does not send, which (1 + e^epsilon) x 2e-30 per party covers"
+    )
+    return replace(
+        report,
+        guarantee=ApproxDP(report.epsilon, delta),
+        lower_bound_delta=lower,
+        notes=f"{report.notes}; {note}" if report.notes else note,
+    )
+
+
 def _correlated_release(
     task: Task, totals: AggregateTotals, context: ReleaseContext
 ) -> dict[str, Any]:
@@ -158,6 +191,7 @@ def _correlated_release(
     # The calibration's own assumption speaks of "m of the n users"; the service's
     # (each batch holds min_batch_users users who send their shares) replaces it.
     report = replace(certified.privacy_report(), assumptions=())
+    report = _with_message_bounds(report, task)
     run = ProtocolRun("correlated", estimate, report, "message", totals.n_messages, statistic)
     return correlated_run_to_dict(run, correlated_calibration(task, totals.n_users), context)
 
@@ -179,7 +213,7 @@ def _augmented_release(
     run = ProtocolRun(
         "augmented",
         estimate,
-        certified.privacy_report(),
+        _with_message_bounds(certified.privacy_report(), task),
         "message",
         totals.n_messages,
         totals.counts,
@@ -235,7 +269,7 @@ def _local_randomizer_release(
         run = ProtocolRun(
             "flip",
             estimate,
-            flip_cal.privacy_report(),
+            _with_message_bounds(flip_cal.privacy_report(), task),
             "message",
             totals.n_messages,
             totals.counts,

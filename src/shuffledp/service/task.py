@@ -47,6 +47,7 @@ from shuffledp._validation import (
     check_epsilon,
     check_int,
 )
+from shuffledp._wording import Parameter, Worded
 from shuffledp.accounting.certificates.augmented import (
     VARIANTS,
     DummyLaw,
@@ -77,6 +78,7 @@ from shuffledp.schemas import schema_id
 from shuffledp.service.message_bounds import (
     MESSAGE_TAIL_PROBABILITY,
     correlated_max_messages,
+    honest_cap_delta,
     max_dummies_per_batch,
 )
 from shuffledp.service.secretfile import read_secret_file, write_secret_file
@@ -103,6 +105,7 @@ __all__ = [
     "augmented_calibration",
     "build_protocol",
     "build_randomizer",
+    "capped_parties",
     "correlated_calibration",
     "create_task",
     "is_id",
@@ -185,6 +188,22 @@ def max_messages_per_user(protocol: str, domain_size: int, q: float = 0.0, k: in
         if float(binom.sf(extra, trials, q)) <= MESSAGE_TAIL_PROBABILITY:
             return 1 + extra
     return 1 + top
+
+
+def capped_parties(protocol: str, min_batch_users: int, variant: str | None) -> int:
+    """How many parties a task's certificate counts on could exceed a message bound.
+
+    FLIP and correlated: the ``min_batch_users`` clients of a batch (each
+    drops out above ``max_messages_per_submission``). Augmented SAGeo and
+    S1Geo: the shuffler's one draw of a batch's dummies (a batch above
+    :meth:`Task.max_dummies_per_batch` is never published). k-RR and augmented
+    SBin: none (one message per client; at most M dummies per bin).
+    """
+    if protocol in ("flip", "correlated"):
+        return min_batch_users
+    if protocol == "augmented" and variant != "sbin":
+        return 1
+    return 0
 
 
 @dataclass(frozen=True)
@@ -338,6 +357,21 @@ class Task:
         if self.protocol != "augmented":
             return 0
         return max_dummies_per_batch(self.domain_size, self.dummy_law())
+
+    def capped_parties(self) -> int:
+        """How many parties the certificate counts on could exceed a message bound.
+
+        (:func:`capped_parties` of the task's protocol, batch size and variant.)
+        """
+        return capped_parties(self.protocol, self.min_batch_users, self.variant)
+
+    def cap_delta(self) -> float:
+        """The δ the message bounds add to every release's certificate at the task's ε.
+
+        :func:`~shuffledp.service.message_bounds.honest_cap_delta` of
+        :meth:`capped_parties`; tasks are calibrated for the target δ minus it.
+        """
+        return honest_cap_delta(self.epsilon, self.capped_parties())
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON document (its ``schema`` first, when it has one)."""
@@ -601,6 +635,22 @@ def create_task(
         "public_key": public_key_to_b64(key.public_key()),
         "one_submission_per_client": bool(one_submission_per_client),
     }
+    # The message bounds cost δ of their own (message_bounds.honest_cap_delta): the
+    # parameters are calibrated for what is left, so every release stays within delta.
+    reserve = honest_cap_delta(common["epsilon"], capped_parties(protocol, n, variant))
+    if not reserve < common["delta"]:
+        raise InvalidParameterError(
+            Worded(
+                "{delta} is not above what the message bounds alone cost ({reserve}, "
+                "(1 + e^epsilon) x 2e-30 per party that could exceed its bound); raise "
+                "{raise_delta} or lower {batch}",
+                delta=Parameter("delta", delta),
+                reserve=f"{reserve:.3g}",
+                raise_delta=Parameter("delta"),
+                batch=Parameter("min_batch_users"),
+            )
+        )
+    delta = math.nextafter(common["delta"] - reserve, 0.0)
     if protocol == "flip":
         if calibration not in ("exact", "paper"):
             raise InvalidParameterError(

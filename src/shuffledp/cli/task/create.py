@@ -238,6 +238,13 @@ def execute(args: argparse.Namespace) -> int:
         f"{task.max_messages_per_submission} message(s) per submission",
         file=sys.stderr,
     )
+    if task.cap_delta() > 0:
+        print(
+            f"the message bounds take {task.cap_delta():.3g} of delta (an honest party exceeds "
+            "its bound with probability 1e-30 and does not send); the parameters are "
+            "calibrated for the rest",
+            file=sys.stderr,
+        )
     if task.protocol == "augmented":
         print(
             f"the shuffler adds about {task.domain_size * task.dummy_law().mean:.1f} sealed "
