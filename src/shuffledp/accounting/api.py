@@ -458,6 +458,13 @@ def compare(
 
 def _validate_fixed(kind: str, n: int, parameter: str | None, params: dict[str, Any]) -> None:
     """Check the mechanism's fixed parameters once, before any search can swallow the error."""
+    searched = {"generic": "epsilon0", "krr": "epsilon0", "flip": "q"}.get(kind)
+    if searched is not None and parameter not in (None, searched):
+        raise InvalidParameterError(
+            f"parameter must be None or {searched!r} for the {kind} mechanism "
+            f"(report_probability and blanket_messages are the poisson mechanism's), "
+            f"got {parameter!r}"
+        )
     if kind in ("generic", "krr"):
         if "epsilon0" in params:
             raise InvalidParameterError(

@@ -272,6 +272,11 @@ class SubexpMechanism:
     model: Literal["local", "shuffle"]
     report: PrivacyReport
 
+    def __post_init__(self) -> None:
+        # The shuffle's n check and permutation run on model == "shuffle" alone.
+        if self.model not in ("local", "shuffle"):
+            raise InvalidParameterError(f"model must be 'local' or 'shuffle', got {self.model!r}")
+
     @property
     def n(self) -> int:
         """Number of users."""

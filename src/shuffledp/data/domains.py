@@ -35,6 +35,7 @@ __all__ = [
     "builtin_domain",
     "builtin_domain_names",
     "check_domain",
+    "check_domain_source",
     "integer_text",
     "parse_domain",
     "read_domain_file",
@@ -264,3 +265,30 @@ def builtin_domain(name: str) -> list[str]:
         return [str(i) for i in range(low, high + 1)]
     names = ", ".join([*BUILTIN_DOMAINS, "range:LO-HI"])
     raise InvalidParameterError(f"unknown domain name {name!r}; known: {names}")
+
+
+def check_domain_source(domain_source: object) -> str:
+    """Return ``domain_source`` if it names a public domain's origin.
+
+    ``"declared"`` (given by the user), ``"file"`` (a domain file),
+    ``"builtin:<name>"``, ``"public:<name>"`` (a public dataset's published
+    categories) or ``"synthetic"`` (generated data). A domain inferred from the
+    data is recorded as ``"inferred-from-data"`` by the loaders themselves and
+    never accepted from a caller: a release says whether its domain is covered
+    from this one field, so an unknown value must not pass for a public one.
+
+    Raises:
+        InvalidParameterError: If it is anything else.
+    """
+    if isinstance(domain_source, str) and (
+        domain_source in ("declared", "file", "synthetic")
+        or any(
+            domain_source.startswith(prefix) and len(domain_source) > len(prefix)
+            for prefix in ("builtin:", "public:")
+        )
+    ):
+        return domain_source
+    raise InvalidParameterError(
+        "domain_source must be 'declared', 'file', 'synthetic', 'builtin:<name>' or "
+        f"'public:<name>', got {domain_source!r}"
+    )

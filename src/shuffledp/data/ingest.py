@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from shuffledp._rng import SeedLike
 from shuffledp._validation import DataError, InvalidParameterError
 from shuffledp._wording import Parameter, Worded
+from shuffledp.data.domains import check_domain_source
 from shuffledp.data.encoding import DEFAULT_NA_VALUES, INFERRED, BinEncoder
 from shuffledp.data.loaders import ColumnReader
 from shuffledp.data.users import UserIds, check_per_user
@@ -126,15 +127,7 @@ class LoadedHistogram:
 
 
 def _check_domain_source(domain_source: str, declared: bool) -> str:
-    if not declared:
-        return INFERRED
-    if domain_source in ("declared", "file") or (
-        domain_source.startswith("builtin:") and len(domain_source) > len("builtin:")
-    ):
-        return domain_source
-    raise InvalidParameterError(
-        f"domain_source must be 'declared', 'file' or 'builtin:<name>', got {domain_source!r}"
-    )
+    return check_domain_source(domain_source) if declared else INFERRED
 
 
 def _check_na_values(na_values: Collection[str]) -> tuple[str, ...]:

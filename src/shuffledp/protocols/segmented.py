@@ -150,6 +150,15 @@ class LevelCounts:
     messages: int
     notes: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        # The run states "released exactly" on mode == "exact" alone: nothing else may pass.
+        if self.mode not in ("exact", "dp"):
+            raise InvalidParameterError(f"mode must be 'exact' or 'dp', got {self.mode!r}")
+        if self.mode == "dp" and self.report is None:
+            raise InvalidParameterError(
+                "mode='dp' level counts need the level step's report (its guarantee)"
+            )
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dictionary."""
         out: dict[str, Any] = {

@@ -63,7 +63,7 @@ from shuffledp.accounting.certificates.correlated import (
 )
 from shuffledp.analyzers.augmented import augmented_count_stderr
 from shuffledp.central import discrete_laplace_std
-from shuffledp.data.domains import check_domain
+from shuffledp.data.domains import check_domain, check_domain_source
 from shuffledp.messages import MessageBatch
 from shuffledp.protocols.augmented import AugmentedCalibration, AugmentedProtocol
 from shuffledp.protocols.base import ShuffleProtocol
@@ -179,6 +179,11 @@ def max_messages_per_user(protocol: str, domain_size: int, q: float = 0.0, k: in
     """
     if protocol in ("krr", "augmented"):
         return 1
+    if protocol != "flip":
+        raise InvalidParameterError(
+            f"protocol must be 'flip', 'krr' or 'augmented', got {protocol!r} (the correlated "
+            "protocol's bound is message_bounds.correlated_max_messages)"
+        )
     from scipy.stats import binom
 
     trials = (k + 1) * domain_size - 1
@@ -199,10 +204,16 @@ def capped_parties(protocol: str, min_batch_users: int, variant: str | None) -> 
     :meth:`Task.max_dummies_per_batch` is never published). k-RR and augmented
     SBin: none (one message per client; at most M dummies per bin).
     """
+    if protocol not in PROTOCOLS:
+        raise InvalidParameterError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     if protocol in ("flip", "correlated"):
-        return min_batch_users
-    if protocol == "augmented" and variant != "sbin":
-        return 1
+        return check_int(min_batch_users, "min_batch_users", minimum=1)
+    if protocol == "augmented":
+        if variant not in VARIANTS:
+            raise InvalidParameterError(
+                f"variant must be one of {VARIANTS}, got {variant!r}"
+            )
+        return 0 if variant == "sbin" else 1
     return 0
 
 
@@ -492,8 +503,10 @@ class Task:
             check_int(self.max_messages_per_submission, "max_messages_per_submission", minimum=1)
             if not isinstance(self.one_submission_per_client, bool):
                 raise TaskError("one_submission_per_client must be true or false")
-            if not isinstance(self.domain_source, str) or not isinstance(self.calibration, str):
-                raise TaskError("domain_source and calibration must be strings")
+            if not isinstance(self.calibration, str):
+                raise TaskError("calibration must be a string")
+            # A task's domain is public: releases say it is covered on this field alone.
+            check_domain_source(self.domain_source)
             if self.schema not in (None, TASK_SCHEMA):
                 raise TaskError(f"task schema must be {TASK_SCHEMA!r}, got {self.schema!r}")
             public_key_from_b64(self.public_key)
@@ -622,13 +635,25 @@ def create_task(
     """
     if protocol not in PROTOCOLS:
         raise InvalidParameterError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    _refuse_unused_options(
+        protocol,
+        fake_users=(fake_users, None, ("flip",)),
+        calibration=(calibration, "exact", ("flip", "correlated", "augmented")),
+        estimator=(estimator, "inversion", ("krr",)),
+        slack=(slack, None, ("correlated",)),
+        neighbours=(neighbours, "replacement", ("correlated",)),
+        variant=(variant, "sageo", ("augmented",)),
+        beta=(beta, None, ("augmented",)),
+        nu=(nu, None, ("augmented",)),
+        trials=(trials, None, ("augmented",)),
+    )
     labels = tuple(check_domain(list(domain)))
     n = check_int(min_batch_users, "min_batch_users", minimum=2, maximum=MAX_BATCH_USERS)
     key = X25519PrivateKey.generate()
     common: dict[str, Any] = {
         "task_id": new_id(),
         "domain": labels,
-        "domain_source": domain_source,
+        "domain_source": check_domain_source(domain_source),
         "epsilon": check_epsilon(epsilon),
         "delta": check_delta(delta),
         "min_batch_users": n,
@@ -693,6 +718,24 @@ def create_task(
         task = _create_augmented(common, epsilon, delta, calibration, variant, beta, nu, trials)
     task.check()
     return task, key
+
+
+def _refuse_unused_options(protocol: str, **options: tuple[Any, Any, tuple[str, ...]]) -> None:
+    """Refuse an option set away from its default for a protocol that does not use it.
+
+    Each option is (value, default, protocols that use it): nothing a caller gives
+    is dropped without a word.
+    """
+    for name, (value, default, users) in options.items():
+        if protocol not in users and value != default:
+            raise InvalidParameterError(
+                Worded(
+                    "{option} does not apply to the {protocol} protocol (it is for {users})",
+                    option=Parameter(name, value),
+                    protocol=protocol,
+                    users=", ".join(users),
+                )
+            )
 
 
 def _create_correlated(

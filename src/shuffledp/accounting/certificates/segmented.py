@@ -635,6 +635,7 @@ def error_bound(
     n·m blanket messages and about sΛ data messages; the dummy variant sends
     n·s data messages (the dummy items included): (nm + ns)/Λ².
     """
+    variant = check_variant(variant)
     n = sum(level_counts)
     lam_total = sum(c * lam for c, lam in zip(level_counts, report_probabilities, strict=True))
     if lam_total <= 0:

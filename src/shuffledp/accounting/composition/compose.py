@@ -68,6 +68,7 @@ from shuffledp.accounting.composition.pld import (
     krr_dominating_pair,
 )
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
+from shuffledp.schemas import schema_id
 
 __all__ = [
     "BASIC_COMPOSITION_METHOD",
@@ -655,12 +656,28 @@ def _document_name(obj: Mapping[str, Any]) -> str | None:
 
 
 def _check_document(raw: Mapping[str, Any], where: str) -> None:
+    """A ``schema`` key, when present, must name a release of this or an earlier version."""
+    if "schema" not in raw:
+        return  # a privacy object itself (PrivacyReport.to_dict)
+    schema = raw["schema"]
     name = _document_name(raw)
-    if name is not None and name not in _RELEASE_DOCUMENTS:
+    if name is None:
         raise InvalidParameterError(
-            f"{where} is a {name!r} document ({raw.get('schema')}), not a release: compose "
+            f"{where} has schema {schema!r}, which is not a shuffledp document's "
+            f"({_SCHEMA_PREFIX}NAME:VERSION)"
+        )
+    if name not in _RELEASE_DOCUMENTS:
+        raise InvalidParameterError(
+            f"{where} is a {name!r} document ({schema}), not a release: compose "
             "takes what run, analyzer publish, demo, simulate or account compose --json wrote "
             "(or their privacy objects)"
+        )
+    version = schema.rsplit(":", 1)[1]
+    known = int(schema_id(name).rsplit(":", 1)[1])
+    if not (version.isdigit() and 1 <= int(version) <= known):
+        raise InvalidParameterError(
+            f"{where} is a {name!r} document of version {version!r} ({schema}); this "
+            f"version of shuffledp reads versions 1 to {known}"
         )
 
 

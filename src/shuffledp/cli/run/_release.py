@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shuffledp import __version__
+from shuffledp._validation import InvalidParameterError
+from shuffledp.data.domains import check_domain_source
 from shuffledp.schemas import schema_id
 
 if TYPE_CHECKING:
@@ -43,6 +45,19 @@ class ReleaseContext:
     seed: int | None = None
 
 
+def _names_a_public_domain(domain_source: str) -> bool:
+    """Whether the domain came from the user (declared, a file, built in), not from the data.
+
+    Anything else, ``"inferred-from-data"`` or a value this version does not
+    know, is not covered.
+    """
+    try:
+        check_domain_source(domain_source)
+    except InvalidParameterError:
+        return False
+    return True
+
+
 def run_to_dict(
     run: ProtocolRun,
     context: ReleaseContext,
@@ -55,13 +70,22 @@ def run_to_dict(
     local_epsilon: float | None = None,
 ) -> dict[str, Any]:
     """Return the JSON result of a run (schema ``release``; see :mod:`shuffledp.schemas`)."""
+    not_covered = context.not_covered
+    domain_covered = _names_a_public_domain(context.domain_source)
+    if not domain_covered and not any(item.startswith("the domain") for item in not_covered):
+        # covers_release must agree with domain_covered whoever built the context.
+        not_covered = (
+            *not_covered,
+            f"the domain: its source {context.domain_source!r} is not a public one, so its "
+            "labels may come from the data and are released as they are",
+        )
     report: PrivacyReport = run.privacy.with_context(
-        assumptions=context.assumptions, not_covered=context.not_covered
+        assumptions=context.assumptions, not_covered=not_covered
     )
     privacy = report.to_dict()
     privacy["target_delta"] = target_delta
     privacy["calibration"] = calibration
-    privacy["domain_covered"] = context.domain_source != "inferred-from-data"
+    privacy["domain_covered"] = domain_covered
     if local_epsilon is not None:
         privacy["local_epsilon"] = local_epsilon
     out = {
