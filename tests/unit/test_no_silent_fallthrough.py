@@ -233,3 +233,9 @@ def test_compose_reads_a_current_release_and_a_bare_privacy_object():
     (report,) = reports_from_json(current)
     (bare,) = reports_from_json(_privacy())
     assert report.delta == bare.delta == 1e-6
+
+
+@pytest.mark.parametrize("estimator", ["Inversion", "unbiased", ""])
+def test_krr_protocol_refuses_an_unknown_estimator_before_randomizing(estimator):
+    with pytest.raises(InvalidParameterError, match=r"^estimator must be one of"):
+        KRRProtocol.calibrated(200, LABELS, 1.0, 1e-6, estimator=estimator)  # type: ignore[arg-type]

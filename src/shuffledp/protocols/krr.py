@@ -30,7 +30,12 @@ from shuffledp.accounting.certificates.krr import (
 )
 from shuffledp.analyzers.error import expected_max_abs_normal
 from shuffledp.analyzers.estimate import HistogramEstimate
-from shuffledp.analyzers.krr_estimators import KRREstimator, estimate_krr, inversion_variance
+from shuffledp.analyzers.krr_estimators import (
+    ESTIMATORS,
+    KRREstimator,
+    estimate_krr,
+    inversion_variance,
+)
 from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import PrivacyReport
 from shuffledp.protocols.base import (
@@ -251,6 +256,10 @@ class KRRProtocol(CalibratedProtocol[KRRCalibration, KRRRandomizer]):
         estimator: KRREstimator = "inversion",
         labels: Sequence[str] | None = None,
     ) -> None:
+        if estimator not in ESTIMATORS:  # refused now, not after the users are randomized
+            raise InvalidParameterError(
+                f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}"
+            )
         super().__init__(calibration, labels=labels)
         self.estimator = estimator
         self.randomizer = KRRRandomizer(calibration.domain_size, calibration.epsilon0)

@@ -210,9 +210,7 @@ def capped_parties(protocol: str, min_batch_users: int, variant: str | None) -> 
         return check_int(min_batch_users, "min_batch_users", minimum=1)
     if protocol == "augmented":
         if variant not in VARIANTS:
-            raise InvalidParameterError(
-                f"variant must be one of {VARIANTS}, got {variant!r}"
-            )
+            raise InvalidParameterError(f"variant must be one of {VARIANTS}, got {variant!r}")
         return 0 if variant == "sbin" else 1
     return 0
 
