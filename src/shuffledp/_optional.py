@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from shuffledp._interrupts import caused_by_interrupt
 from shuffledp._validation import ShuffleDPError
 
 __all__ = ["MissingExtraError", "require"]
@@ -23,7 +24,9 @@ def require(module: str, *, extra: str) -> ModuleType:
     """
     try:
         return importlib.import_module(module)
-    except ImportError:
+    except ImportError as exc:
+        if caused_by_interrupt(exc):  # Ctrl-C inside an extension's init: not a missing extra
+            raise KeyboardInterrupt from exc
         top = module.split(".")[0]
         raise MissingExtraError(
             f"{top} is required for this; install it with: pip install 'shuffledp[{extra}]'"

@@ -211,3 +211,42 @@ def test_an_error_not_caused_by_ctrl_c_keeps_its_traceback(
     monkeypatch.setattr(shuffledp.cli, "build_parser", lambda argv=None: _raising(plain))
     with pytest.raises(ImportError, match="a real missing module"):
         shuffledp.cli.main([])
+
+
+_FAILING_EXTENSION = (
+    "try:\n"
+    "    raise KeyboardInterrupt\n"
+    "except KeyboardInterrupt as interrupt:\n"
+    "    raise ImportError('initialization failed') from interrupt\n"
+)
+
+
+def test_require_passes_ctrl_c_on_instead_of_blaming_a_missing_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shuffledp._optional import MissingExtraError, require
+
+    (tmp_path / "interrupted_extension.py").write_text(_FAILING_EXTENSION)
+    (tmp_path / "broken_extension.py").write_text("raise ImportError('no such thing')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(KeyboardInterrupt):
+        require("interrupted_extension", extra="service")
+    with pytest.raises(MissingExtraError, match=r"pip install 'shuffledp\[service\]'"):
+        require("broken_extension", extra="service")
+
+
+def test_a_missing_extra_error_caused_by_ctrl_c_is_an_interrupt(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from shuffledp._optional import MissingExtraError
+
+    try:
+        try:
+            raise _import_error_from_ctrl_c()
+        except ImportError:
+            raise MissingExtraError("httptools is required for this") from None
+    except MissingExtraError as wrapped:
+        error = wrapped
+    monkeypatch.setattr(shuffledp.cli, "build_parser", lambda argv=None: _raising(error))
+    assert shuffledp.cli.main([]) == 130
+    assert capsys.readouterr().err == "shuffledp: interrupted\n"

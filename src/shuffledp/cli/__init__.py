@@ -25,6 +25,7 @@ from typing import Any
 
 from shuffledp import __version__
 from shuffledp._files import forget_created_outputs, remove_created_outputs
+from shuffledp._interrupts import caused_by_interrupt
 from shuffledp._validation import ShuffleDPError
 from shuffledp._wording import command_line_message
 from shuffledp.cli._common import Parser, UsageError
@@ -90,23 +91,6 @@ def interrupted(*, restore: bool) -> int:
     return INTERRUPTED
 
 
-def _caused_by_interrupt(exc: BaseException) -> bool:
-    """Whether Ctrl-C is behind ``exc``, e.g. an ``ImportError`` raised by a C extension.
-
-    A SIGINT that arrives while an extension module initialises (scipy's
-    ``pypocketfft`` does) surfaces as ``ImportError: initialization failed`` whose
-    cause is the ``KeyboardInterrupt``.
-    """
-    seen: set[int] = set()
-    link: BaseException | None = exc
-    while link is not None and id(link) not in seen:
-        if isinstance(link, KeyboardInterrupt):
-            return True
-        seen.add(id(link))
-        link = link.__cause__ or link.__context__
-    return False
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (0 success, 2 bad input, 130 Ctrl-C).
 
@@ -146,11 +130,13 @@ def _run(argv: Sequence[str] | None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except (ShuffleDPError, FileNotFoundError) as exc:
+        if caused_by_interrupt(exc):
+            return interrupted(restore=argv is not None)
         # Shared messages name Python parameters; their Worded form names the flags.
         print(f"shuffledp: error: {command_line_message(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
-        if _caused_by_interrupt(exc):
+        if caused_by_interrupt(exc):
             return interrupted(restore=argv is not None)
         print(
             f"shuffledp: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
@@ -158,6 +144,6 @@ def _run(argv: Sequence[str] | None) -> int:
         )
         return 2
     except Exception as exc:
-        if _caused_by_interrupt(exc):
+        if caused_by_interrupt(exc):
             return interrupted(restore=argv is not None)
         raise
