@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from fractions import Fraction
@@ -23,11 +24,13 @@ from shuffledp.protocols.correlated import calibrate_correlated
 from shuffledp.schemas import validate
 from shuffledp.service.analyzer import batch_body_bytes, batch_message_bounds
 from shuffledp.service.message_bounds import (
+    calibration_target,
     correlated_log_tail_bound,
     correlated_max_messages,
     honest_cap_delta,
     max_dummies_per_batch,
     max_dummies_per_bin,
+    with_cap_delta,
 )
 from shuffledp.service.task import (
     Task,
@@ -308,3 +311,41 @@ def test_a_delta_the_bounds_alone_spend_is_refused_naming_delta(protocol):
     delta = 5e-27 if protocol != "augmented" else 5e-30
     with pytest.raises(InvalidParameterError, match=r"^delta=5e-\d+ is not above what the message"):
         create_task(protocol, DOMAIN, 1.0, delta, 1000)
+
+
+def test_the_calibration_target_is_the_largest_whose_release_stays_within_delta():
+    """Brute force over floats: a reserve near δ leaves the certificate's rounding no room."""
+    rng = np.random.default_rng(20261126)
+    deltas = 10.0 ** rng.uniform(-300, -0.5, 4000)
+    shares = np.concatenate([rng.uniform(1 / 3, 1, 2000), 10.0 ** rng.uniform(-30, -1, 2000)])
+    for delta, share in zip(deltas, shares, strict=True):
+        cost = float(delta * share)
+        if not cost < delta:
+            continue
+        target = calibration_target(float(delta), cost)
+        assert 0 < target and with_cap_delta(target, cost) <= delta
+        assert with_cap_delta(math.nextafter(target, math.inf), cost) > delta
+    assert calibration_target(1e-6, 0.0) == 1e-6 and with_cap_delta(1e-6, 0.0) == 1e-6
+
+
+def test_a_release_of_a_task_calibrated_without_the_reserve_says_it_is_above_target():
+    """Tasks of shuffledp 0.2 spent all of δ: the release states the true δ and why."""
+    from shuffledp.service.release import build_release
+    from shuffledp.service.store_protocols import AggregateTotals
+
+    task, _ = create_task("flip", DOMAIN, 1.0, 1e-6, 300)
+    certified = build_protocol(task, 300).privacy_report().delta
+    old = dataclasses.replace(task, delta=certified)  # calibrated for all of its target
+    totals = AggregateTotals(
+        counts=np.full(5, 300, dtype=np.int64),
+        n_users=300,
+        n_messages=1500,
+        n_batches=1,
+        smallest_batch_users=300,
+        pending_batches=0,
+    )
+    for document, above in ((task, False), (old, True)):
+        privacy = build_release(document, totals)["privacy"]
+        assert (privacy["delta"] > document.delta) is above
+        assert ("above the task's target" in privacy["notes"]) is above
+        assert "for the message bounds" in privacy["notes"]

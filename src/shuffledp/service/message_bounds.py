@@ -46,11 +46,13 @@ from shuffledp.accounting.certificates.correlated import CorrelatedNoise
 
 __all__ = [
     "MESSAGE_TAIL_PROBABILITY",
+    "calibration_target",
     "correlated_log_tail_bound",
     "correlated_max_messages",
     "honest_cap_delta",
     "max_dummies_per_batch",
     "max_dummies_per_bin",
+    "with_cap_delta",
 ]
 
 #: An honest client exceeds ``max_messages_per_submission`` (and an honest shuffler
@@ -81,6 +83,40 @@ def honest_cap_delta(epsilon: float, parties: int, tail: float = MESSAGE_TAIL_PR
         return 0.0
     cost = (1.0 + math.exp(min(epsilon, 700.0))) * parties * 2.0 * tail
     return min(1.0, math.nextafter(cost * (1.0 + 1e-12), math.inf))
+
+
+def with_cap_delta(delta: float, cost: float) -> float:
+    """δ + ``cost`` rounded up (``delta`` itself when the cost is 0): what a release states.
+
+    Non-decreasing in ``delta``, so a calibration target t with
+    ``with_cap_delta(t, cost) ≤ δ`` keeps every certificate below t within δ.
+    """
+    return delta if cost == 0.0 else math.nextafter(delta + cost, math.inf)
+
+
+def calibration_target(delta: float, cost: float) -> float:
+    """The largest float t with :func:`with_cap_delta` (t, ``cost``) ≤ ``delta`` (> 0).
+
+    Raises:
+        InvalidParameterError: If no t > 0 is left (``cost`` ≥ ``delta``).
+    """
+    if cost == 0.0:
+        return delta
+    if not (0.0 < cost < delta):
+        raise InvalidParameterError(
+            f"delta={delta:g} is not above what the message bounds alone cost ({cost:.3g})"
+        )
+    # δ − cost is within an ulp or two of the answer: step to it.
+    target = delta - cost
+    while target > 0.0 and with_cap_delta(target, cost) > delta:
+        target = math.nextafter(target, 0.0)
+    while with_cap_delta(math.nextafter(target, math.inf), cost) <= delta:
+        target = math.nextafter(target, math.inf)
+    if not target > 0.0:
+        raise InvalidParameterError(
+            f"delta={delta:g} is not above what the message bounds alone cost ({cost:.3g})"
+        )
+    return target
 
 
 def _log_mgf_terms(t: float, shape_x: float, alpha: float, shape_y: float, q: float) -> float:

@@ -53,6 +53,7 @@ from shuffledp.protocols.augmented import AugmentedProtocol
 from shuffledp.protocols.base import ProtocolRun
 from shuffledp.protocols.flip import FlipProtocol
 from shuffledp.protocols.krr import KRRProtocol
+from shuffledp.service.message_bounds import with_cap_delta
 from shuffledp.service.store_protocols import AggregateTotals, AnalyzerStore
 from shuffledp.service.task import (
     Task,
@@ -160,22 +161,28 @@ def _with_message_bounds(report: PrivacyReport, task: Task) -> PrivacyReport:
     cost = task.cap_delta()
     if cost == 0.0:
         return report
-    delta = math.nextafter(report.delta + cost, math.inf)
+    delta = with_cap_delta(report.delta, cost)
     lower = report.lower_bound_delta
     if lower is not None:
         lower = max(0.0, math.nextafter(lower - cost, -math.inf))
     parties = task.capped_parties()
     who = f"{parties} users" if task.protocol in ("flip", "correlated") else "the dummy draw"
-    note = (
+    notes = [
         f"delta includes {cost:.3g} for the message bounds: each of the {who} the "
         "certificate counts on exceeds its bound with probability at most 1e-30 and then "
         "does not send, which (1 + e^epsilon) x 2e-30 per party covers"
-    )
+    ]
+    if delta > task.delta:
+        notes.append(
+            f"delta is above the task's target {task.delta:g}: the task was calibrated for "
+            "all of its target, before releases charged the message bounds (shuffledp 0.2 "
+            "and earlier); a task created now stays within its target"
+        )
     return replace(
         report,
         guarantee=ApproxDP(report.epsilon, delta),
         lower_bound_delta=lower,
-        notes=f"{report.notes}; {note}" if report.notes else note,
+        notes="; ".join([report.notes, *notes] if report.notes else notes),
     )
 
 

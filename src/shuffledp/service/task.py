@@ -77,6 +77,7 @@ from shuffledp.randomizers.krr import KRRRandomizer
 from shuffledp.schemas import schema_id
 from shuffledp.service.message_bounds import (
     MESSAGE_TAIL_PROBABILITY,
+    calibration_target,
     correlated_max_messages,
     honest_cap_delta,
     max_dummies_per_batch,
@@ -673,7 +674,7 @@ def create_task(
                 batch=Parameter("min_batch_users"),
             )
         )
-    delta = math.nextafter(common["delta"] - reserve, 0.0)
+    delta = calibration_target(common["delta"], reserve)
     if protocol == "flip":
         if calibration not in ("exact", "paper"):
             raise InvalidParameterError(
