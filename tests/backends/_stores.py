@@ -31,8 +31,9 @@ _TASKS: dict[tuple[str, int], tuple[Task, Any]] = {}
 def task_and_key(protocol: str, min_batch_users: int = 100) -> tuple[Task, Any]:
     """A task and its analyzer key, created once per test session."""
     if (protocol, min_batch_users) not in _TASKS:
+        options = {"fake_users": 20} if protocol == "flip" else {}
         _TASKS[protocol, min_batch_users] = create_task(
-            protocol, DOMAIN, 1.0, 1e-6, min_batch_users, fake_users=20
+            protocol, DOMAIN, 1.0, 1e-6, min_batch_users, **options
         )
     return _TASKS[protocol, min_batch_users]
 
