@@ -402,3 +402,17 @@ def test_correlated_delta_refuses_a_tail_outside_zero_one(tail):
 def test_correlated_delta_refuses_noise_of_another_type():
     with pytest.raises(InvalidParameterError, match=r"^noise must be a CorrelatedNoise, got tuple"):
         correlated_delta(1.0, (0.5, 2.0, 0.3))  # type: ignore[arg-type]
+
+
+def test_the_shared_log_factorial_table_is_gammaln_and_read_only():
+    from scipy import special
+
+    small = accountant._log_factorials(5)
+    large = accountant._log_factorials(70_000)  # grows the table
+    assert np.array_equal(small, special.gammaln(np.arange(6) + 1.0))
+    assert np.array_equal(large, special.gammaln(np.arange(70_001) + 1.0))
+    assert not large.flags.writeable
+    # A pmf built on it sums to one within its own stated error and the mass it leaves out.
+    pmf = accountant._negative_binomial_pmf(6.7, 0.9994, 1e-16)
+    summing = len(pmf.pmf) * np.finfo(float).eps
+    assert abs(pmf.pmf.sum() - 1.0) <= pmf.rel_error + pmf.dropped + summing

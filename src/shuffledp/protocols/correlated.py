@@ -353,8 +353,8 @@ def calibrate_correlated(
     error; :data:`A_STEPS` of the way to the central parameter, never reaching
     it) are tried while they lower the expected messages per user,
     1 + d·(2α/(1 − α) + 2rq/(1 − q))/m; the cheapest is kept. A tiny slack leaves
-    little budget to the flooding and makes the search slow (about 9 s at slack
-    0.001, ε = 1, δ = 1e-6).
+    little budget to the flooding and makes the search slow (about 14 s at slack
+    0.001, ε = 1, δ = 1e-6, d = 5).
 
     Args:
         n: Number of users.

@@ -246,6 +246,21 @@ class _Pmf:
     rel_error: float
 
 
+#: lnΓ(k + 1) for k = 0, 1, …, grown on demand (every pmf below shares it).
+_LOG_FACTORIALS = np.zeros(1)
+
+
+def _log_factorials(end: int) -> NDArray[np.float64]:
+    """lnΓ(k + 1) for k = 0 … ``end`` (a read-only view of a shared table)."""
+    global _LOG_FACTORIALS
+    table = _LOG_FACTORIALS
+    if len(table) <= end:
+        table = special.gammaln(np.arange(max(end + 1, 2 * len(table)), dtype=np.float64) + 1.0)
+        table.flags.writeable = False
+        _LOG_FACTORIALS = table
+    return table[: end + 1]
+
+
 def _negative_binomial_pmf(shape: float, q: float, tail: float) -> _Pmf:
     """NB(shape, q) on [0, X] (X past the Chernoff point for ``tail``), with its error bound.
 
@@ -257,15 +272,20 @@ def _negative_binomial_pmf(shape: float, q: float, tail: float) -> _Pmf:
         return _Pmf(np.ones(1), 0.0, 0.0)
     end = negative_binomial_tail_point(shape, q, tail)
     k = np.arange(end + 1, dtype=np.float64)
-    parts = (
-        special.gammaln(k + shape),
-        np.full_like(k, -special.gammaln(shape)),
-        -special.gammaln(k + 1.0),
-        np.full_like(k, shape * math.log1p(-q)),
-        k * math.log(q),
-    )
-    log_pmf = np.sum(parts, axis=0)
-    size = np.sum(np.abs(np.stack(parts)), axis=0)
+    # The five terms, added left to right (as a sum over a stacked array adds its rows).
+    first = special.gammaln(k + shape)
+    second = -special.gammaln(shape)
+    third = -_log_factorials(end)
+    fourth = shape * math.log1p(-q)
+    fifth = k * math.log(q)
+    log_pmf = first + second
+    log_pmf += third
+    log_pmf += fourth
+    log_pmf += fifth
+    size = np.abs(first) + abs(second)
+    size += np.abs(third)
+    size += abs(fourth)
+    size += np.abs(fifth)
     err = float(np.max(16.0 * _UNIT_ROUNDOFF * (size + 1.0)))
     with np.errstate(under="ignore"):
         pmf = np.exp(log_pmf)
@@ -396,7 +416,11 @@ class _Composed:
         is taken: the upper end for ``rounding="up"``, 0 for ``"down"``.
         """
         thresholds = eps - values
-        index = np.searchsorted(self.values, thresholds, side="right")
+        # The same indices as searching the thresholds as they come, found about three
+        # times faster in increasing order (each search starts where the last ended).
+        order = np.argsort(thresholds, kind="stable")
+        index = np.empty(len(thresholds), dtype=np.intp)
+        index[order] = np.searchsorted(self.values, thresholds[order], side="right")
         above = self.suffix_mass[index]
         live = above > 0
         exponent = thresholds[live] - self.shift
