@@ -305,3 +305,21 @@ def test_mm_blanket_rate_states_the_public_delta_within_the_target(blanket):
         1.0, message_domain=21, items=2, n=5000, blanket_rate=rate, blanket=blanket
     )
     assert stated == again <= 1e-6
+
+
+def test_smallest_passing_integer_finds_every_threshold_by_brute_force():
+    from shuffledp.accounting.numerics.search import smallest_passing_integer
+
+    for start in (0, 1, 3, 17):
+        for threshold in range(start, 300):
+            calls: list[int] = []
+
+            def passes(n: int, t: int = threshold, seen: list[int] = calls) -> bool:
+                seen.append(n)
+                return n >= t
+
+            assert smallest_passing_integer(passes, start=start) == threshold
+            assert len(calls) <= 2 * (threshold.bit_length() + 2)  # doubling, then bisection
+    with pytest.raises(ValueError, match="no integer from 0 up to 100 passes"):
+        smallest_passing_integer(lambda n: n >= 101, limit=100)
+    assert smallest_passing_integer(lambda n: n >= 100, limit=100) == 100

@@ -32,6 +32,7 @@ from shuffledp.accounting.calibration import (
     settle_largest,
 )
 from shuffledp.accounting.methods import BEST, METHODS, Mechanism, Method, methods_for
+from shuffledp.accounting.numerics.search import smallest_passing_integer
 from shuffledp.privacy import BoundKind
 
 __all__ = [
@@ -487,21 +488,13 @@ def _validate_fixed(kind: str, n: int, parameter: str | None, params: dict[str, 
 
 
 def _smallest_passing_count(passes: Callable[[int], bool], *, start: int = 0) -> int:
-    """The smallest integer ≥ ``start`` that passes (doubling, then bisection; monotone)."""
-    if passes(start):
-        return start
-    lo, hi = start, max(1, 2 * start)
-    while not passes(hi):
-        lo, hi = hi, 2 * hi
-        if hi > 10**12:
-            raise InvalidParameterError("no number of blanket messages up to 1e12 meets the target")
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if passes(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    """The fewest blanket messages ≥ ``start`` that pass (monotone), up to 10^12."""
+    try:
+        return smallest_passing_integer(passes, start=start, limit=10**12)
+    except ValueError:
+        raise InvalidParameterError(
+            "no number of blanket messages up to 1e12 meets the target"
+        ) from None
 
 
 def calibrate(

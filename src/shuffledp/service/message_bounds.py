@@ -43,6 +43,7 @@ from scipy.optimize import minimize_scalar
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
 from shuffledp.accounting.certificates.augmented import DummyLaw, SAGeoLaw, SBinLaw
 from shuffledp.accounting.certificates.correlated import CorrelatedNoise
+from shuffledp.accounting.numerics.search import smallest_passing_integer
 
 __all__ = [
     "MESSAGE_TAIL_PROBABILITY",
@@ -188,16 +189,7 @@ def correlated_max_messages(
     def too_likely(c: int) -> bool:  # P[S > c] = P[S ≥ c + 1] not yet below the tail
         return correlated_log_tail_bound(c + 1, domain_size, noise, min_honest) > target
 
-    low, high = -1, 1
-    while too_likely(high):
-        low, high = high, 2 * high
-    while high - low > 1:
-        middle = (low + high) // 2
-        if too_likely(middle):
-            low = middle
-        else:
-            high = middle
-    return 1 + high
+    return 1 + smallest_passing_integer(lambda c: not too_likely(c))
 
 
 def max_dummies_per_bin(law: DummyLaw, tail: float) -> int:

@@ -115,6 +115,7 @@ from shuffledp.accounting.numerics.binomial import (
     binomial_window,
 )
 from shuffledp.accounting.numerics.hockey_stick import certified_hockey_stick_product, exp_or_inf
+from shuffledp.accounting.numerics.search import smallest_passing_integer
 
 __all__ = [
     "DESIGN_MARGIN",
@@ -670,21 +671,13 @@ def calibrate_sbin_trials(epsilon: float, delta: float, beta: float = 1.0) -> in
     def passes(m: int) -> bool:
         return augmented_delta(epsilon, SBinLaw(m), beta) <= delta
 
-    hi = 1
-    while not passes(hi):
-        hi *= 2
-        if hi > _MAX_TRIALS:
-            raise InvalidParameterError(
-                f"no number of binomial dummies up to {_MAX_TRIALS:g} meets delta={delta:g} "
-                f"at epsilon={epsilon:g}"
-            )
-    lo = hi // 2  # fails (or 0)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if passes(mid):
-            hi = mid
-        else:
-            lo = mid
+    try:
+        hi = smallest_passing_integer(passes, start=1, limit=int(_MAX_TRIALS))
+    except ValueError:
+        raise InvalidParameterError(
+            f"no number of binomial dummies up to {_MAX_TRIALS:g} meets delta={delta:g} "
+            f"at epsilon={epsilon:g}"
+        ) from None
     while hi > 1 and passes(hi - 1):
         hi -= 1
     return hi

@@ -34,6 +34,7 @@ __all__ = [
     "settle_largest",
     "settle_smallest",
     "smallest_passing",
+    "smallest_passing_integer",
 ]
 
 
@@ -68,6 +69,33 @@ def smallest_passing(
         if hi / lo - 1.0 < rtol:
             break
         mid = math.sqrt(lo * hi)
+        if passes(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def smallest_passing_integer(
+    passes: Callable[[int], bool], *, start: int = 0, limit: int = 2**62
+) -> int:
+    """Return the smallest integer n ≥ ``start`` with ``passes(n)``.
+
+    ``passes`` must be monotone (False below some n, True from it on). Doubling
+    from ``start`` finds a passing n (at most ``limit``), bisection the first.
+
+    Raises:
+        ValueError: If no integer up to ``limit`` passes.
+    """
+    if passes(start):
+        return start
+    lo, hi = start, min(max(start + 1, 2 * start), limit)
+    while not passes(hi):
+        if hi >= limit:
+            raise ValueError(f"no integer from {start} up to {limit} passes")
+        lo, hi = hi, min(2 * hi, limit)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
         if passes(mid):
             hi = mid
         else:
