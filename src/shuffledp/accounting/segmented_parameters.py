@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
@@ -41,6 +42,7 @@ __all__ = [
     "DEFAULT_BLANKET_GRID",
     "LevelGuarantee",
     "SegmentedParameters",
+    "calibrate_levels_along",
     "optimize_parameters",
 ]
 
@@ -151,24 +153,33 @@ def _split(grid: tuple[float, ...], workers: int) -> list[tuple[float, ...]]:
 _SEARCH_RTOL = 1e-2
 
 
-def _grid_points(
-    job: tuple[
-        tuple[float, ...], tuple[float, ...], tuple[int, ...], float, int, int, Variant, float
-    ],
-) -> list[tuple[float, float, tuple[float, ...]]]:
-    """(m, error bound, λ per level) for each blanket rate of one part of the grid."""
-    rates, epsilons, counts, delta, d_msg, s, variant, rtol = job
-    n = sum(counts)
+def calibrate_levels_along(
+    rates: Iterable[float],
+    epsilons: Sequence[float],
+    delta: float,
+    *,
+    message_domain: int,
+    items: int,
+    n: int,
+    variant: Variant,
+    rtol: float = 1e-3,
+) -> Iterator[tuple[float, tuple[float, ...]]]:
+    """Yield (m, λ per level) for consecutive blanket rates m, each level warm-started.
+
+    :func:`~shuffledp.accounting.certificates.segmented.calibrate_level` for every
+    level at every rate, starting each search from the level's λ at the previous
+    rate (neighbouring rates have nearby λ, so rates in order save most of the
+    work). A λ of 0 (nothing certifies) starts the next search afresh.
+    """
     previous: list[float | None] = [None] * len(epsilons)
-    out = []
     for m in rates:
         lams: list[float] = []
         for k, eps in enumerate(epsilons):
             lam = calibrate_level(
                 eps,
                 delta,
-                message_domain=d_msg,
-                items=s,
+                message_domain=message_domain,
+                items=items,
                 n=n,
                 blanket_rate=m,
                 variant=variant,
@@ -177,8 +188,27 @@ def _grid_points(
             )
             lams.append(lam)
             previous[k] = lam if lam > 0 else None
-        out.append((m, error_bound(m, tuple(lams), counts, items=s, variant=variant), tuple(lams)))
-    return out
+        yield m, tuple(lams)
+
+
+def _grid_points(
+    job: tuple[
+        tuple[float, ...], tuple[float, ...], tuple[int, ...], float, int, int, Variant, float
+    ],
+) -> list[tuple[float, float, tuple[float, ...]]]:
+    """(m, error bound, λ per level) for each blanket rate of one part of the grid."""
+    rates, epsilons, counts, delta, d_msg, s, variant, rtol = job
+    levels = calibrate_levels_along(
+        rates,
+        epsilons,
+        delta,
+        message_domain=d_msg,
+        items=s,
+        n=sum(counts),
+        variant=variant,
+        rtol=rtol,
+    )
+    return [(m, error_bound(m, lams, counts, items=s, variant=variant), lams) for m, lams in levels]
 
 
 #: Blanket rates searched when none is given (20 points over the paper's range 0.1–10):

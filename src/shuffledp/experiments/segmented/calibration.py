@@ -29,9 +29,8 @@ from shuffledp._pools import worker_pool
 from shuffledp._progress import progress_bar
 from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.accounting.certificates.segmented import (
-    Variant,
     blanket_tries,
-    calibrate_level,
+    check_variant,
     group_delta,
     item_delta,
     level_lower_bound,
@@ -40,6 +39,7 @@ from shuffledp.accounting.certificates.segmented import (
 from shuffledp.accounting.numerics.search import smallest_passing
 from shuffledp.accounting.numerics.two_counts import TwoCountPair, two_count_delta
 from shuffledp.accounting.reproductions.segmented_eq7 import paper_report_probability
+from shuffledp.accounting.segmented_parameters import calibrate_levels_along
 from shuffledp.baselines.mm_shuffle import calibrate_blanket_rate
 
 FloatArray = NDArray[np.float64]
@@ -76,25 +76,13 @@ _CalJob = tuple[int, int, int, tuple[float, ...], tuple[float, ...], float, str,
 def _calibrate_points(job: _CalJob) -> list[_Point]:
     """λ_k for consecutive blanket rates (warm-started along m), one job of the pool."""
     n, s, d_msg, rates, levels, delta, variant_name, padding, on_grid = job
-    variant: Variant = "paper" if variant_name == "paper" else "dummy"
-    previous: list[float | None] = [None] * len(levels)
+    variant = check_variant(variant_name)
+    along = calibrate_levels_along(
+        rates, levels, delta, message_domain=d_msg, items=s, n=n, variant=variant
+    )
     out = []
-    for m in rates:
-        start = time.perf_counter()
-        exact = []
-        for k, eps in enumerate(levels):
-            lam = calibrate_level(
-                eps,
-                delta,
-                message_domain=d_msg,
-                items=s,
-                n=n,
-                blanket_rate=m,
-                variant=variant,
-                start=previous[k],
-            )
-            exact.append(lam)
-            previous[k] = lam if lam > 0 else None
+    start = time.perf_counter()
+    for m, exact in along:
         if variant != "paper":
             out.append(
                 _Point(
@@ -107,6 +95,7 @@ def _calibrate_points(job: _CalJob) -> list[_Point]:
                     on_grid=on_grid,
                 )
             )
+            start = time.perf_counter()  # the next rate's λ are computed from here
             continue
         potential, gamma = blanket_tries(n, m)
         paper, certified, slot_exact, slot_lemma3 = [], [], [], []
@@ -164,6 +153,7 @@ def _calibrate_points(job: _CalJob) -> list[_Point]:
                 on_grid,
             )
         )
+        start = time.perf_counter()
     return out
 
 
