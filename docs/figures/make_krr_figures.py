@@ -16,11 +16,7 @@ to ``--figures-dir``, by default the output directory, never docs/figures.
 
 from __future__ import annotations
 
-import argparse
-import shutil
-from pathlib import Path
-
-from _common import figures_dir, output_dir
+from _common import copy_figures, directories, experiment_parser
 
 from shuffledp.experiments.krr_vs_gaussian import ExperimentConfig, run_krr_vs_gaussian
 
@@ -29,29 +25,14 @@ KEPT = ("krr_vs_gaussian_sweep.png", "krr_vs_gaussian_community.png")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="the reduced --quick grid")
-    parser.add_argument(
-        "--figures-dir",
-        default=None,
-        help="where the PNGs go (default: docs/figures; with --quick, the output directory)",
+    parser = experiment_parser(
+        __doc__.splitlines()[0], quick_help="the reduced --quick grid", kept="CSV"
     )
-    parser.add_argument("--output-dir", default=None, help="keep the CSV here")
     args = parser.parse_args()
-    keep = output_dir(args.output_dir, prefix="krr-")
-    figures = figures_dir(
-        args.figures_dir, quick=args.quick, quick_default=lambda: keep / "figures"
-    )
+    keep, figures = directories(args, prefix="krr-")
     config = ExperimentConfig.quick() if args.quick else ExperimentConfig()
     result = run_krr_vs_gaussian(config, keep)
-    for name in result["files"]:
-        path = Path(name)
-        if path.name in KEPT:
-            target = figures / path.name
-            shutil.copyfile(path, target)
-            print(f"wrote {target}")
-        else:
-            print(f"kept {path}")
+    copy_figures(result["files"], figures, lambda path: path.name if path.name in KEPT else None)
 
 
 if __name__ == "__main__":

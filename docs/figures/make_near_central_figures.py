@@ -17,11 +17,7 @@ directory, never docs/figures.
 
 from __future__ import annotations
 
-import argparse
-import shutil
-from pathlib import Path
-
-from _common import figures_dir, output_dir
+from _common import copy_figures, directories, experiment_parser
 
 from shuffledp.experiments.near_central import NearCentralConfig, run_near_central
 
@@ -30,29 +26,14 @@ KEPT = ("near_central_by_n.png", "near_central_by_epsilon.png", "near_central_me
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="the reduced --quick grid")
-    parser.add_argument(
-        "--figures-dir",
-        default=None,
-        help="where the PNGs go (default: docs/figures; with --quick, the output directory)",
+    parser = experiment_parser(
+        __doc__.splitlines()[0], quick_help="the reduced --quick grid", kept="CSV and summary"
     )
-    parser.add_argument("--output-dir", default=None, help="keep the CSV and summary here")
     args = parser.parse_args()
-    keep = output_dir(args.output_dir, prefix="near-central-")
-    figures = figures_dir(
-        args.figures_dir, quick=args.quick, quick_default=lambda: keep / "figures"
-    )
+    keep, figures = directories(args, prefix="near-central-")
     config = NearCentralConfig.quick() if args.quick else NearCentralConfig()
     result = run_near_central(config, keep)
-    for name in result["files"]:
-        path = Path(name)
-        if path.name in KEPT:
-            target = figures / path.name
-            shutil.copyfile(path, target)
-            print(f"wrote {target}")
-        else:
-            print(f"kept {path}")
+    copy_figures(result["files"], figures, lambda path: path.name if path.name in KEPT else None)
 
 
 if __name__ == "__main__":

@@ -17,41 +17,28 @@ directory, never docs/figures). Progress bars show on a terminal.
 
 from __future__ import annotations
 
-import argparse
-import shutil
-from pathlib import Path
-
-from _common import figures_dir, output_dir
+from _common import copy_figures, directories, experiment_parser
 
 from shuffledp.experiments.per_user import PerUserExperimentConfig, run_per_user_experiment
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="the reduced --quick settings")
+    parser = experiment_parser(
+        __doc__.splitlines()[0], quick_help="the reduced --quick settings", kept="CSVs and JSON"
+    )
     parser.add_argument("--data", default="synthetic,movielens", help="comma-separated sources")
-    parser.add_argument(
-        "--figures-dir",
-        default=None,
-        help="where the PNGs go (default: docs/figures; with --quick, the output directory)",
-    )
-    parser.add_argument("--output-dir", default=None, help="keep the CSVs and JSON here")
     args = parser.parse_args()
-    keep = output_dir(args.output_dir, prefix="per-user-")
-    figures = figures_dir(
-        args.figures_dir, quick=args.quick, quick_default=lambda: keep / "figures"
-    )
+    keep, figures = directories(args, prefix="per-user-")
     for data in [d.strip() for d in args.data.split(",") if d.strip()]:
         config = PerUserExperimentConfig.for_data(data, quick=args.quick)
         result = run_per_user_experiment(config, keep / data)
-        for name in result["files"]:
-            path = Path(name)
-            if path.suffix == ".png":
-                target = figures / f"per_user_{data}_{path.name}"
-                shutil.copyfile(path, target)
-                print(f"wrote {target}")
-            else:
-                print(f"kept {path}")
+        copy_figures(
+            result["files"],
+            figures,
+            lambda path, data=data: (
+                f"per_user_{data}_{path.name}" if path.suffix == ".png" else None
+            ),
+        )
 
 
 if __name__ == "__main__":

@@ -18,44 +18,27 @@ docs/figures). Progress bars show on a terminal.
 
 from __future__ import annotations
 
-import argparse
-import shutil
-from pathlib import Path
-
-from _common import figures_dir, output_dir
+from _common import copy_figures, directories, experiment_parser
 
 from shuffledp.experiments.segmented import SegmentedExperimentConfig, run_segmented_experiment
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="the reduced --quick grids")
+    parser = experiment_parser(
+        __doc__.splitlines()[0], quick_help="the reduced --quick grids", kept="CSV and JSON"
+    )
     parser.add_argument("--data", default="synthetic,movies", help="comma-separated sources")
     parser.add_argument("--repetitions", type=int, default=None, help="runs per setting")
-    parser.add_argument(
-        "--figures-dir",
-        default=None,
-        help="where the PNGs go (default: docs/figures; with --quick, the output directory)",
-    )
-    parser.add_argument("--output-dir", default=None, help="keep the CSV and JSON here")
     args = parser.parse_args()
-    keep = output_dir(args.output_dir, prefix="seg-")
-    figures = figures_dir(
-        args.figures_dir, quick=args.quick, quick_default=lambda: keep / "figures"
-    )
+    keep, figures = directories(args, prefix="seg-")
     for data in [d.strip() for d in args.data.split(",") if d.strip()]:
         config = SegmentedExperimentConfig.for_data(
             data, quick=args.quick, repetitions=args.repetitions
         )
         result = run_segmented_experiment(config, keep / data)
-        for name in result["files"]:
-            path = Path(name)
-            if path.suffix == ".png":
-                target = figures / path.name
-                shutil.copyfile(path, target)
-                print(f"wrote {target}")
-            else:
-                print(f"kept {path}")
+        copy_figures(
+            result["files"], figures, lambda path: path.name if path.suffix == ".png" else None
+        )
         runtime = result["summary"]["runtime_seconds"]
         print(f"{data}: {runtime['total']:.0f} s")
         for key, verdict in result["summary"]["verdicts"].items():
