@@ -349,3 +349,32 @@ def test_a_release_of_a_task_calibrated_without_the_reserve_says_it_is_above_tar
         assert (privacy["delta"] > document.delta) is above
         assert ("above the task's target" in privacy["notes"]) is above
         assert "for the message bounds" in privacy["notes"]
+
+
+@pytest.mark.parametrize("protocol", ["flip", "augmented"])
+def test_a_release_takes_the_bounds_cost_off_its_lower_bound(protocol, augmented_tasks):
+    """The run R can be (1 + e^ε)·N·p less private than M too: its lower bound drops as much."""
+    from shuffledp.service.release import build_release
+    from shuffledp.service.store_protocols import AggregateTotals
+    from shuffledp.service.task import augmented_calibration
+
+    if protocol == "flip":
+        task, _ = create_task("flip", DOMAIN, 1.0, 1e-6, 300)
+        lower = build_protocol(task, 300).privacy_report().lower_bound_delta
+    else:
+        task, _ = augmented_tasks["sageo"]
+        lower = augmented_calibration(task, 300).privacy_report().lower_bound_delta
+    assert lower is not None and lower > 0
+    totals = AggregateTotals(
+        counts=np.full(5, 300, dtype=np.int64),
+        n_users=300,
+        n_messages=1500,
+        n_batches=1,
+        smallest_batch_users=300,
+        pending_batches=0,
+    )
+    released = build_release(task, totals)["privacy"]["lower_bound_delta"]
+    cost = Fraction(1 + math.exp(1.0)) * task.capped_parties() * 2 * Fraction(1, 10**30)
+    assert task.capped_parties() > 0
+    assert Fraction(released) <= Fraction(lower) - cost * (1 - Fraction(1, 10**9))
+    assert released >= lower - 1.001 * float(cost) - 2 * math.ulp(lower)
