@@ -15,6 +15,7 @@ them anyway (``figure_checks.checked`` there).
 from __future__ import annotations
 
 import runpy
+import subprocess
 import sys
 from pathlib import Path
 
@@ -213,7 +214,14 @@ def test_docs_figure_scripts(script, figure, tmp_path, monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(folder))
     argv = [script, "--quick", "--figures-dir", str(tmp_path)]
     drawn = tmp_path  # where the figure is drawn, then measured
-    if '"--output-dir"' in (folder / script).read_text():  # drawn there, copied to the figures
+    options = subprocess.run(
+        [sys.executable, str(folder / script), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    if "--output-dir" in options:  # drawn there, copied to the figures
         drawn = tmp_path / "out"
         argv += ["--output-dir", str(drawn)]
     monkeypatch.setattr(sys, "argv", argv)
