@@ -20,13 +20,15 @@ ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / "docs" / "figures"
 
 
-@pytest.mark.slow
-def test_site_builds_strictly(tmp_path: Path) -> None:
-    site = tmp_path / "site"
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The site as ``make docs`` builds it (once per module), and the build's stderr."""
+    work = tmp_path_factory.mktemp("docs")
+    site = work / "site"
     command = [sys.executable, "-m", "mkdocs", "build", "--strict"]
     proc = subprocess.run(
         [*command, "--config-file", str(ROOT / "mkdocs.yml"), "--site-dir", str(site)],
-        cwd=tmp_path,  # the config, not the working directory, locates every file
+        cwd=work,  # the config, not the working directory, locates every file
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
         capture_output=True,
         text=True,
@@ -34,7 +36,13 @@ def test_site_builds_strictly(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "WARNING" not in proc.stderr
+    return site, proc.stderr
+
+
+@pytest.mark.slow
+def test_site_builds_strictly(built_site: tuple[Path, str]) -> None:
+    site, stderr = built_site
+    assert "WARNING" not in stderr
     # The API reference is generated from the code, and docstrings' Sphinx roles became links.
     api = (site / "reference" / "api" / "index.html").read_text()
     assert 'id="shuffledp.FlipProtocol"' in api and 'id="shuffledp.compose"' in api
@@ -57,6 +65,92 @@ def test_site_builds_strictly(tmp_path: Path) -> None:
     # The protocol pages keep their figures.
     assert (site / "figures" / "flip_delta_vs_epsilon.png").is_file()
     assert not (site / "figures" / "make_flip_figures.py").exists()
+
+
+#: An address on another host: http(s)://... or protocol-relative //...
+_REMOTE = r"(?:https?:)?//"
+#: Elements that load what their src/href/srcset/data/poster names when the page is shown
+#: (``<a href>`` is a link the reader follows, not a request the page makes).
+_LOADING_TAG = re.compile(
+    r"<(?:link|script|img|iframe|source|audio|video|track|embed|object|input)\b[^>]*>", re.I
+)
+_LOADING_ATTRIBUTE = re.compile(
+    r"""\b(?:href|src|srcset|data|poster)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^"'\s>]+))""", re.I
+)
+#: CSS that fetches: @import "x", @import url(x), url(x) (data: URLs stay on the page).
+_CSS_FETCH = re.compile(
+    r"""@import\s+(?:url\(\s*)?["']?([^"')\s;]*)|url\(\s*["']?([^"')\s]*)""", re.I
+)
+
+
+def _remote_css_fetches(css: str) -> list[str]:
+    found = [a or b for a, b in _CSS_FETCH.findall(css)]
+    return [url for url in found if re.match(_REMOTE, url.strip(), re.I)]
+
+
+def _remote_tags(html_text: str) -> list[str]:
+    """The tags of a page that load something from another host."""
+    remote = []
+    for tag in _LOADING_TAG.findall(html_text):
+        for value in ("".join(groups) for groups in _LOADING_ATTRIBUTE.findall(tag)):
+            # srcset lists several candidates, separated by commas
+            urls = [part.split()[0] for part in value.split(",") if part.split()]
+            if any(re.match(_REMOTE, url, re.I) for url in urls):
+                remote.append(tag)
+    return remote
+
+
+@pytest.mark.slow
+def test_no_page_loads_anything_from_another_host(built_site: tuple[Path, str]) -> None:
+    """Reading the site makes no request outside it: no web fonts, scripts or images elsewhere.
+
+    Material loads Roboto from Google Fonts unless ``theme.font`` is false (mkdocs.yml).
+    """
+    site, _ = built_site
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) > 30
+    remote = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        where = page.relative_to(site)
+        remote += [f"{where}: {tag}" for tag in _remote_tags(text)]
+        styles = re.findall(r"<style\b[^>]*>(.*?)</style>", text, re.I | re.S)
+        styles += re.findall(r'\bstyle\s*=\s*"([^"]*)"', text, re.I)
+        remote += [f"{where}: {url}" for css in styles for url in _remote_css_fetches(css)]
+        # Material fetches mermaid from unpkg.com for a diagram: the site has none.
+        assert 'class="mermaid"' not in text, where
+    for sheet in sorted(site.rglob("*.css")):
+        css = sheet.read_text(encoding="utf-8")
+        remote += [f"{sheet.relative_to(site)}: {url}" for url in _remote_css_fetches(css)]
+    assert not remote, remote
+
+
+def test_the_remote_asset_scan_finds_what_it_should() -> None:
+    """The scan above, on snippets: what it must flag and what it must let through."""
+    flagged = [
+        '<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">',
+        '<link rel="preconnect" href="https://fonts.gstatic.com" crossorigin>',
+        '<script src="//cdn.example.org/x.js"></script>',
+        "<img alt=x src=http://example.org/a.png>",
+        '<img srcset="a.png 1x, https://example.org/b.png 2x">',
+    ]
+    for html_text in flagged:
+        assert _remote_tags(html_text), html_text
+    for css in (
+        '@import "https://fonts.googleapis.com/css";',
+        "@import url(//example.org/a.css);",
+        "body { background: url( 'https://example.org/a.png') }",
+    ):
+        assert _remote_css_fetches(css), css
+    kept = [
+        '<a href="https://arxiv.org/abs/2104.02739">paper</a>',
+        '<link rel="stylesheet" href="../assets/stylesheets/main.css">',
+        '<script src="assets/javascripts/bundle.js"></script>',
+    ]
+    for html_text in kept:
+        assert not _remote_tags(html_text), html_text
+    svg = "url(\"data:image/svg+xml;charset=utf-8,<svg xmlns='http://www.w3.org/2000/svg'/>\")"
+    assert not _remote_css_fetches(svg)
 
 
 def test_every_figure_script_takes_quick_and_spares_the_committed_figures() -> None:
