@@ -1,7 +1,10 @@
 """Fixtures of the backend tests: one Spark session for all of them, tasks and analyzer stores.
 
 The Spark session (``local[2]``, ``SPARK_LOCAL_IP=127.0.0.1``, no UI, few
-shuffle partitions) is created once and shared. Java is required: the
+shuffle partitions) is created once and shared, and stopped at the end of the
+session even when a test failed or the run was interrupted; its JVM also ends
+when this process does (PySpark's gateway exits when its stdin pipe from the
+driver closes), ``kill -9`` included. Java is required: the
 fixture fails, with what to install, when ``java -version`` does not answer
 with Java 17 or later; it never skips.
 """
@@ -62,9 +65,11 @@ def spark() -> Iterator[Any]:
         .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    try:
+        session.sparkContext.setLogLevel("ERROR")
+        yield session
+    finally:
+        session.stop()
 
 
 @pytest.fixture

@@ -114,10 +114,15 @@ class Deployment:
         )
 
     def stop(self) -> None:
-        for client in self.clients:
-            client.close()
-        for service in (self.shuffler, self.analyzer):
-            service.stop()
+        """Stop both services (each even if closing a client or the other service fails)."""
+        try:
+            for client in self.clients:
+                client.close()
+        finally:
+            try:
+                self.shuffler.stop()
+            finally:
+                self.analyzer.stop()
 
 
 def stored_payloads(deployment: Deployment) -> list[bytes]:
@@ -252,10 +257,14 @@ def make_deployment(
         shuffler_store=shuffler_store, analyzer_store=analyzer_store,
     )  # fmt: skip
     if start:
-        analyzer.launch()
-        shuffler.launch()
-        analyzer.wait_started()
-        shuffler.wait_started()
+        try:
+            analyzer.launch()
+            shuffler.launch()
+            analyzer.wait_started()
+            shuffler.wait_started()
+        except BaseException:  # a service that did not come up: end both, then report
+            deployment.stop()
+            raise
     return deployment
 
 

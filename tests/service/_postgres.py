@@ -2,15 +2,24 @@
 
 The server runs from a temporary directory: data directory, Unix socket and
 log. It listens on 127.0.0.1 on a free port, trusts connections from loopback
-and its private socket (no password), and keeps ``fsync`` and
+and its private socket (no password), except for the members of
+:data:`PASSWORD_GROUP`, who must give their password (SCRAM-SHA-256:
+:meth:`PostgresServer.create_password_user`), and keeps ``fsync`` and
 ``synchronous_commit`` on, so the durability the stores promise is real.
 PostgreSQL refuses to run as root: as root, ``initdb`` and ``pg_ctl`` run as
 the unprivileged user ``nobody`` (via ``runuser`` or ``setpriv``) on a
 directory chowned to it.
+
+The server is a daemon (``pg_ctl start``), so it does not end with the
+session by itself: the session fixture stops it, an ``atexit`` hook stops it if
+the fixture could not, and a server whose session was killed (``kill -9``)
+is stopped by the next :func:`start_postgres`, which finds its directory (the
+file ``owner`` names the session's process and its start time).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import glob
 import os
@@ -31,7 +40,10 @@ from psycopg import sql
 
 #: The bootstrap superuser of the test server.
 SUPERUSER = "postgres"
+#: Members of this role log in with a password over TCP (everyone else is trusted).
+PASSWORD_GROUP = "password_login"
 _UNPRIVILEGED = "nobody"
+_PREFIX = "shuffledp-pg-"
 
 
 class PostgresStartError(Exception):
@@ -100,12 +112,26 @@ class PostgresServer:
         """An autocommit superuser connection (close it, or use it in ``with``)."""
         return psycopg.connect(self.url(dbname), autocommit=True, connect_timeout=10)
 
-    def create_database(self) -> str:
-        """Create an empty database; return its URL."""
+    def create_database(self, owner: str | None = None) -> str:
+        """Create an empty database (owned by ``owner`` if given); return its superuser URL."""
         name = f"shuffledp_{uuid.uuid4().hex[:16]}"
+        statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+        if owner is not None:
+            statement += sql.SQL(" OWNER {}").format(sql.Identifier(owner))
         with self.connect() as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            conn.execute(statement)
         return self.url(name)
+
+    def create_password_user(self, password: str) -> str:
+        """Create a login role that must give ``password`` over TCP; return its name."""
+        name = f"user_{uuid.uuid4().hex[:12]}"
+        with self.connect() as conn:
+            conn.execute(
+                sql.SQL("CREATE ROLE {} LOGIN PASSWORD {} IN ROLE {}").format(
+                    sql.Identifier(name), sql.Literal(password), sql.Identifier(PASSWORD_GROUP)
+                )
+            )
+        return name
 
     def block(self, dbname: str) -> None:
         """Make a database unavailable: refuse new connections, end the open ones."""
@@ -169,13 +195,50 @@ class PostgresServer:
             time.sleep(0.05)
 
     def stop(self) -> None:
-        """Stop the server (immediate: nothing is kept) and remove its directory."""
-        subprocess.run(
-            [*self.prefix, _binary("pg_ctl"), "-D", str(self.datadir), "-m", "immediate", "-w",
-             "-t", "60", "stop"],
-            env=self.env, cwd=self.base, capture_output=True, check=False, timeout=90,
-        )  # fmt: skip
-        shutil.rmtree(self.base, ignore_errors=True)
+        """Stop the server (immediate: nothing is kept) and remove its directory (idempotent)."""
+        _stop_server(self.base, self.prefix, self.env)
+
+
+def _stop_server(base: Path, prefix: list[str], env: dict[str, str]) -> None:
+    if (base / "data" / "postmaster.pid").exists():
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(
+                [*prefix, _binary("pg_ctl"), "-D", str(base / "data"), "-m", "immediate", "-w",
+                 "-t", "60", "stop"],
+                env=env, cwd=base, capture_output=True, check=False, timeout=90,
+            )  # fmt: skip
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _process_start(pid: int) -> str | None:
+    """The start time of a process (``/proc/PID/stat`` field 22), None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _owner_line() -> str:
+    return f"{os.getpid()} {_process_start(os.getpid())}\n"
+
+
+def stop_orphaned_servers(prefix: list[str], env: dict[str, str]) -> list[Path]:
+    """Stop the test servers whose session's process is gone (it was killed); return their dirs.
+
+    A server of a session that still runs (someone else's tests) is left alone.
+    """
+    stopped = []
+    for base in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
+        try:
+            pid_text, started = (base / "owner").read_text().split()
+        except (OSError, ValueError):
+            continue  # being created, or not ours
+        if _process_start(int(pid_text)) == started:
+            continue  # its session still runs
+        _stop_server(base, prefix, env)
+        stopped.append(base)
+    return stopped
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -196,8 +259,11 @@ def start_postgres(attempts: int = 3) -> PostgresServer:
     prefix, uid, gid = _run_as_prefix()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
     env["LC_ALL"] = "C"
-    base = Path(tempfile.mkdtemp(prefix="shuffledp-pg-"))
+    stop_orphaned_servers(prefix, env)
+    base = Path(tempfile.mkdtemp(prefix=_PREFIX))
+    server = PostgresServer(base, 0, prefix, env)
     try:
+        (base / "owner").write_text(_owner_line())
         if uid is not None and gid is not None:
             os.chown(base, uid, gid)
         datadir = base / "data"
@@ -210,7 +276,9 @@ def start_postgres(attempts: int = 3) -> PostgresServer:
             output = " | ".join((done.stdout + done.stderr).strip().splitlines()[-15:])
             raise PostgresStartError(f"initdb failed (exit {done.returncode}): {output}")
         (datadir / "pg_hba.conf").write_text(
-            "local all all trust\nhost all all 127.0.0.1/32 trust\n"
+            "local all all trust\n"
+            f"host all +{PASSWORD_GROUP} 127.0.0.1/32 scram-sha-256\n"
+            "host all all 127.0.0.1/32 trust\n"
         )
         base_conf = (datadir / "postgresql.conf").read_text()
         for _ in range(attempts):
@@ -231,12 +299,14 @@ def start_postgres(attempts: int = 3) -> PostgresServer:
             if done.returncode == 0:
                 try:
                     with server.connect() as conn:
-                        conn.execute("SELECT 1")
+                        conn.execute(
+                            sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(PASSWORD_GROUP))
+                        )
                 except psycopg.Error as exc:
-                    server.stop()
                     raise PostgresStartError(
                         f"server started but refuses connections: {exc}"
                     ) from None
+                atexit.register(server.stop)  # if the session fixture could not
                 return server
             if "could not bind" not in _tail(server.log_path, 50):
                 break  # not a port race: retrying will not help
@@ -245,8 +315,11 @@ def start_postgres(attempts: int = 3) -> PostgresServer:
             f"log: {_tail(base / 'server.log')}"
         )
     except PostgresStartError:
-        shutil.rmtree(base, ignore_errors=True)
+        server.stop()  # a server that did start (pg_ctl timed out, refuses connections) ends
         raise
     except (OSError, subprocess.SubprocessError) as exc:
-        shutil.rmtree(base, ignore_errors=True)
+        server.stop()
         raise PostgresStartError(f"{type(exc).__name__}: {exc}") from None
+    except BaseException:  # interrupted while starting
+        server.stop()
+        raise

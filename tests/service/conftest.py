@@ -2,7 +2,18 @@
 
 Every deployment gets its own task, key, SQLite files and free ports under the
 test's tmp_path; services are started as ``python -m shuffledp serve ROLE``
-and stopped (SIGTERM, then SIGKILL) at teardown.
+and stopped (SIGTERM, then SIGKILL, to the service's process group) at
+teardown, also when the test failed or was interrupted.
+
+Processes that end whatever happens. A service is started by
+:class:`~shuffledp.service.processes.ServiceProcess`: its own process group,
+stdin a pipe from this process (it shuts down when the pipe closes, so even
+``kill -9`` of pytest ends it), and an ``atexit`` hook. Every process this
+session starts carries :data:`SESSION_ENV` in its environment; at the end of
+the session :func:`pytest_sessionfinish` lists every ``shuffledp serve``
+process that carries this session's value and is still running, kills it and
+fails the run. Other sessions' services (other people's test runs on the same
+machine) carry another value and are left alone.
 
 PostgreSQL: the first test that asks for ``postgres_server`` (or
 ``postgres_database``) starts one real server for the session (see
@@ -12,6 +23,10 @@ test creates its own databases.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +34,60 @@ from typing import Any
 import pytest
 from _deploy import Deployment, make_deployment
 from _postgres import PostgresServer, PostgresStartError, start_postgres
+
+#: Marks the processes this pytest session starts (inherited by every child and grandchild).
+SESSION_ENV = "SHUFFLEDP_TEST_SESSION"
+os.environ[SESSION_ENV] = uuid.uuid4().hex
+
+
+def session_processes(*words: str) -> dict[int, str]:
+    """Running processes started by this session whose command line holds ``words``, by PID.
+
+    Found through :data:`SESSION_ENV` in ``/proc/PID/environ`` (the environment
+    a process was started with), so a child of a child counts, and a process
+    of another session does not.
+    """
+    marker = f"{SESSION_ENV}={os.environ[SESSION_ENV]}".encode()
+    found: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if marker not in handle.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                argv = handle.read().decode(errors="replace").split("\0")
+        except OSError:  # ended meanwhile, or not ours to read
+            continue
+        names = {arg.rsplit("/", 1)[-1] for arg in argv}  # .venv/bin/shuffledp counts too
+        if all(word in names for word in words):
+            found[int(entry)] = " ".join(argv).strip()
+    return found
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if a ``shuffledp serve`` process this session started still runs.
+
+    Runs after every fixture's teardown. Survivors are listed and killed.
+    """
+    survivors = session_processes("shuffledp", "serve")
+    if not survivors:
+        return
+    for pid in survivors:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [f"{len(survivors)} `shuffledp serve` process(es) started by this session survived:"]
+    lines += [f"  pid {pid}: {command}" for pid, command in sorted(survivors.items())]
+    lines.append("(killed now; a fixture or test did not stop what it started)")
+    for line in lines:
+        if reporter is not None:
+            reporter.write_line(line, red=True, bold=True)
+        else:  # pragma: no cover - run without the terminal plugin
+            print(line)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture
@@ -31,9 +100,12 @@ def deploy(tmp_path: Path) -> Iterator[Callable[..., Deployment]]:
         made.append(deployment)
         return deployment
 
-    yield make
-    for deployment in made:
-        deployment.stop()
+    try:
+        yield make
+    finally:
+        with contextlib.ExitStack() as stack:  # every deployment is stopped, even if one fails
+            for deployment in made:
+                stack.callback(deployment.stop)
 
 
 @pytest.fixture(scope="session")
@@ -43,8 +115,10 @@ def postgres_server() -> Iterator[PostgresServer]:
         server = start_postgres()
     except PostgresStartError as exc:
         pytest.fail(f"cannot start the PostgreSQL test server: {exc}", pytrace=False)
-    yield server
-    server.stop()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture
