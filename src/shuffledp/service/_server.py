@@ -12,6 +12,8 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
+import signal
 import socket
 import threading
 from collections.abc import Callable
@@ -267,6 +269,7 @@ def serve(
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
     )
+    _stop_on_stdin_eof()
     _log.info("listening on %s:%d", host, bound)
     # Everything imported and built so far lives as long as the process: move it out
     # of the garbage collector's reach, so that a full collection does not walk
@@ -274,6 +277,30 @@ def serve(
     gc.collect()
     gc.freeze()
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def _stop_on_stdin_eof() -> None:
+    """When started by :class:`~shuffledp.service.processes.ServiceProcess`, end with the parent.
+
+    Its standard input is then a pipe from the parent: a daemon thread waits
+    for end of file (the parent ended, however it ended) and sends this
+    process SIGTERM, which uvicorn answers with a graceful shutdown.
+    """
+    from shuffledp.service.processes import STOP_ON_STDIN_EOF_ENV
+
+    if os.environ.get(STOP_ON_STDIN_EOF_ENV) != "1":
+        return
+
+    def watch() -> None:
+        try:
+            while os.read(0, 4096):
+                pass
+        except OSError:  # no usable stdin: nothing to watch
+            return
+        _log.warning("the parent process ended (stdin closed): shutting down")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="stop-on-stdin-eof", daemon=True).start()
 
 
 def configure_logging() -> None:
