@@ -7,6 +7,13 @@ The public API is re-exported here.
 
 from __future__ import annotations
 
+# The ``shuffledp`` command takes Ctrl-C as one line and exit 130 from here on, even
+# during its imports; importing the package elsewhere changes no signal handler.
+from shuffledp import _interrupts
+
+if _interrupts.started_as_the_command():
+    _interrupts.exit_on_interrupt_while_starting()
+
 import importlib
 from typing import TYPE_CHECKING, Any
 

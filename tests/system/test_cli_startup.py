@@ -250,3 +250,70 @@ def test_a_missing_extra_error_caused_by_ctrl_c_is_an_interrupt(
     monkeypatch.setattr(shuffledp.cli, "build_parser", lambda argv=None: _raising(error))
     assert shuffledp.cli.main([]) == 130
     assert capsys.readouterr().err == "shuffledp: interrupted\n"
+
+
+#: Installed through ``sitecustomize`` (imported by ``site`` before any script runs): a
+#: finder that sends this process SIGINT when the module named by SHUFFLEDP_SIGINT_AT is
+#: first looked up, so the interrupt lands at a chosen point of the start-up, every time.
+_SIGINT_AT_IMPORT = """
+import os, signal, sys
+
+class _InterruptAt:
+    def find_spec(self, name, path=None, target=None):
+        if name == os.environ["SHUFFLEDP_SIGINT_AT"]:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, _InterruptAt())
+"""
+
+#: Modules first imported, in this order, after the package's first line (its
+#: ``__init__`` imports ``shuffledp._optional`` right after ``shuffledp._interrupts``):
+#: the package, the command line, the parser, a command family, the command's own imports.
+#: numpy's C core imports ``datetime`` through ``PyCapsule_Import``, which replaces the
+#: KeyboardInterrupt by an ImportError that does not chain it (it was exit 1 and a
+#: traceback telling the user to reinstall numpy).
+START_UP_MODULES = (
+    "shuffledp._optional",
+    "shuffledp.cli",
+    "argparse",
+    "shuffledp.cli._registry",
+    "shuffledp.cli.account",
+    "numpy",
+    "datetime",
+    "scipy.special",
+)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("module", START_UP_MODULES)
+@pytest.mark.parametrize("entry", ["console-script", "python-m"])
+def test_ctrl_c_at_any_point_of_the_start_up_is_one_line_and_exit_130(
+    module: str, entry: str, tmp_path: Path
+) -> None:
+    """Issue 24: within about 1 s of the start a Ctrl-C gave a traceback and an exit by
+    signal; the command now handles it from the package's first line."""
+    (tmp_path / "sitecustomize.py").write_text(_SIGINT_AT_IMPORT)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "SHUFFLEDP_SIGINT_AT": module}
+    command = [EXE] if entry == "console-script" else [sys.executable, "-m", "shuffledp"]
+    done = subprocess.run(
+        [*command, *KRR], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
+    assert (done.returncode, done.stderr) == (130, "shuffledp: interrupted\n"), done.stderr
+    assert done.stdout == ""
+
+
+def test_importing_the_cli_elsewhere_changes_no_signal_handler() -> None:
+    """Only the command takes Ctrl-C over at import: a program that imports the CLI keeps
+    Python's own handler (KeyboardInterrupt) until it calls main()."""
+    code = (
+        "import signal\n"
+        "import shuffledp.cli\n"
+        "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr

@@ -11,10 +11,32 @@ stderr with exit code 2, and no output file is written. An output path that
 exists and is not a regular file (a device, FIFO, symbolic link, directory)
 is refused before any work. Ctrl-C prints one line, removes every file the
 command had created (temporary files are removed where they are written) and
-exits with 130, as shells expect of a command stopped by SIGINT.
+exits with 130, as shells expect of a command stopped by SIGINT. That holds
+from this module's first line: when it is the ``shuffledp`` command that
+imports it, a Ctrl-C before :func:`main` takes over ends the process with that
+line and 130 (:mod:`shuffledp._interrupts`).
+
+Every error is one line that starts ``shuffledp: error: ``; the parser's errors name
+the command (``shuffledp: error: run krr: argument --delta: ...``).
 """
 
 from __future__ import annotations
+
+# First of all (the console script imports this module, then calls main()): Ctrl-C
+# during the imports below is one line and exit 130, not a traceback.
+from shuffledp._interrupts import (
+    INTERRUPTED,
+    INTERRUPTED_LINE,
+    caused_by_interrupt,
+    exit_on_interrupt_while_starting,
+    forget_unhandled_interrupt,
+    interrupt_received,
+    started_as_the_command,
+    stop_exiting_on_interrupt,
+)
+
+if started_as_the_command():
+    exit_on_interrupt_while_starting()
 
 import os
 import signal
@@ -25,13 +47,15 @@ from typing import Any
 
 from shuffledp import __version__
 from shuffledp._files import forget_created_outputs, remove_created_outputs
-from shuffledp._interrupts import caused_by_interrupt
 from shuffledp._validation import ShuffleDPError
 from shuffledp._wording import command_line_message
 from shuffledp.cli._common import Parser, UsageError
 from shuffledp.cli._registry import command_modules
 
 __all__ = ["build_parser", "main"]
+
+#: What every error line the command prints starts with.
+ERROR_PREFIX = "shuffledp: error: "
 
 
 def build_parser(argv: Sequence[str] | None = None) -> Parser:
@@ -60,10 +84,6 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
     return parser
 
 
-#: Exit code of a command stopped by Ctrl-C (128 + SIGINT, what shells report).
-INTERRUPTED = 128 + int(signal.SIGINT)
-
-
 def _ignore_sigint() -> Callable[[int, FrameType | None], Any] | int | signal.Handlers | None:
     """Ignore SIGINT from now on; return the previous handler (``None`` off the main thread)."""
     try:
@@ -83,7 +103,8 @@ def interrupted(*, restore: bool) -> int:
     previous = _ignore_sigint()
     try:
         remove_created_outputs()
-        print("shuffledp: interrupted", file=sys.stderr)
+        print(INTERRUPTED_LINE, file=sys.stderr)
+        forget_unhandled_interrupt()  # or `python -m shuffledp` could exit by SIGINT
     except Exception:  # nothing may turn the interrupt into a traceback
         pass
     if restore and previous is not None:
@@ -109,6 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     try:
+        stop_exiting_on_interrupt()  # from here on Ctrl-C is a KeyboardInterrupt, handled below
         arguments = sys.argv[1:] if argv is None else list(argv)
         parser = build_parser(arguments)
         args = parser.parse_args(arguments)
@@ -122,7 +144,7 @@ def _run(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         return interrupted(restore=argv is not None)
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, as Unix tools do.
@@ -130,20 +152,20 @@ def _run(argv: Sequence[str] | None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except (ShuffleDPError, FileNotFoundError) as exc:
-        if caused_by_interrupt(exc):
+        if caused_by_interrupt(exc) or interrupt_received():
             return interrupted(restore=argv is not None)
         # Shared messages name Python parameters; their Worded form names the flags.
-        print(f"shuffledp: error: {command_line_message(exc)}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{command_line_message(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
-        if caused_by_interrupt(exc):
+        if caused_by_interrupt(exc) or interrupt_received():
             return interrupted(restore=argv is not None)
         print(
-            f"shuffledp: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
+            f"{ERROR_PREFIX}{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
             file=sys.stderr,
         )
         return 2
     except Exception as exc:
-        if caused_by_interrupt(exc):
+        if caused_by_interrupt(exc) or interrupt_received():
             return interrupted(restore=argv is not None)
         raise

@@ -12,7 +12,14 @@ import json
 
 from shuffledp._files import make_output_dir
 from shuffledp._validation import check_delta, check_epsilon, check_int
-from shuffledp.cli._common import checked, existing_dir_or_new, integer, number, write_atomically
+from shuffledp.cli._common import (
+    checked,
+    existing_dir_or_new,
+    integer_at_least,
+    open_unit_number,
+    positive_number,
+    write_atomically,
+)
 from shuffledp.cli.run._release import ReleaseContext
 from shuffledp.cli.run.flip import flip_run_to_dict
 from shuffledp.schemas import schema_id
@@ -24,15 +31,25 @@ HELP = "FLIP end to end on built-in Zipf data"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
     parser.add_argument(
-        "--n", type=integer, default=None, help="users (default 100000; 2000 with --deploy)"
+        "--n",
+        type=integer_at_least(2),
+        default=None,
+        help="users (default 100000; 2000 with --deploy)",
     )
     parser.add_argument(
-        "--domain-size", type=integer, default=100, help="number of values (default 100)"
+        "--domain-size",
+        type=integer_at_least(2),
+        default=100,
+        help="number of values (default 100)",
     )
-    parser.add_argument("--epsilon", type=number, default=1.0, help="target epsilon (default 1)")
-    parser.add_argument("--delta", type=number, default=1e-6, help="target delta (default 1e-6)")
     parser.add_argument(
-        "--seed", type=integer, default=None, help="reproducible run (seeded shuffle)"
+        "--epsilon", type=positive_number, default=1.0, help="target epsilon (default 1)"
+    )
+    parser.add_argument(
+        "--delta", type=open_unit_number, default=1e-6, help="target delta (default 1e-6)"
+    )
+    parser.add_argument(
+        "--seed", type=integer_at_least(0), default=None, help="reproducible run (seeded shuffle)"
     )
     parser.add_argument(
         "--output-dir",

@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.cli._choices import ACCOUNTING_MECHANISMS, ACCOUNTING_METHODS
-from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
+from shuffledp.cli._common import (
+    checked,
+    fmt,
+    fmt_bound,
+    integer,
+    integer_at_least,
+    number,
+    open_unit_number,
+    positive_number,
+)
 from shuffledp.privacy import BoundKind
 from shuffledp.schemas import schema_id
 
@@ -54,17 +63,19 @@ def add_target_arguments(
         domain_alias: The other spelling of ``--domain-size``.
         domain_help: Its help text.
     """
-    parser.add_argument("--n", required=True, type=integer, help="number of users")
+    parser.add_argument("--n", required=True, type=integer_at_least(1), help="number of users")
     parser.add_argument(
         "--domain-size",
         domain_alias,
         dest="domain_size",
         required=True,
-        type=integer,
+        type=integer_at_least(2),
         help=domain_help,
     )
-    parser.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
-    parser.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
+    parser.add_argument("--epsilon", required=True, type=positive_number, help="target epsilon > 0")
+    parser.add_argument(
+        "--delta", required=True, type=open_unit_number, help="target delta in (0, 1)"
+    )
 
 
 def target_arguments(args: argparse.Namespace) -> tuple[int, int, float, float]:
@@ -180,7 +191,7 @@ def account_rows(
 
 def add_mechanism_options(parser: argparse.ArgumentParser, *, calibrating: bool = False) -> None:
     """Declare the mechanism and its parameters."""
-    parser.add_argument("--n", required=True, type=integer, help="number of users")
+    parser.add_argument("--n", required=True, type=integer_at_least(1), help="number of users")
     parser.add_argument(
         "--mechanism",
         choices=ACCOUNTING_MECHANISMS,
@@ -195,7 +206,7 @@ def add_mechanism_options(parser: argparse.ArgumentParser, *, calibrating: bool 
         + method_names,
     )
     if not calibrating:
-        parser.add_argument("--epsilon0", type=number, help="local epsilon (generic, krr)")
+        parser.add_argument("--epsilon0", type=positive_number, help="local epsilon (generic, krr)")
     parser.add_argument(
         "--domain-size",
         "--k",

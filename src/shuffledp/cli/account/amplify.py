@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from shuffledp._validation import check_delta
-from shuffledp.cli._common import checked, number
+from shuffledp.cli._common import checked, open_unit_number
 from shuffledp.cli.account._shared import account_rows, add_mechanism_options, print_rows
 
 NAME = "amplify"
@@ -15,7 +15,10 @@ HELP = "amplified epsilon at a delta, every bound"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
     parser.add_argument(
-        "--delta", required=True, type=number, help="delta at which to state epsilon, in (0, 1)"
+        "--delta",
+        required=True,
+        type=open_unit_number,
+        help="delta at which to state epsilon, in (0, 1)",
     )
     add_mechanism_options(parser)
     parser.set_defaults(handler=execute)

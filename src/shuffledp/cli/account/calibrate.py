@@ -9,7 +9,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
-from shuffledp.cli._common import checked, fmt_bound, number
+from shuffledp.cli._common import checked, fmt_bound, open_unit_number, positive_number
 from shuffledp.cli.account._shared import add_mechanism_options, mechanism_params
 from shuffledp.privacy import BoundKind
 from shuffledp.schemas import schema_id
@@ -20,8 +20,10 @@ HELP = "least noisy local parameter for a target (epsilon, delta)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
-    parser.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
-    parser.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
+    parser.add_argument("--epsilon", required=True, type=positive_number, help="target epsilon > 0")
+    parser.add_argument(
+        "--delta", required=True, type=open_unit_number, help="target delta in (0, 1)"
+    )
     parser.add_argument(
         "--parameter",
         choices=("report_probability", "blanket_messages"),

@@ -10,7 +10,7 @@ from typing import Any
 
 from shuffledp._validation import DataError, InvalidParameterError, check_delta, check_epsilon
 from shuffledp._wording import Worded, command_line_document, for_command_line
-from shuffledp.cli._common import checked, fmt, number
+from shuffledp.cli._common import checked, fmt, open_unit_number, positive_number
 from shuffledp.schemas import schema_id
 
 NAME = "compose"
@@ -28,12 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     target = parser.add_mutually_exclusive_group()
     target.add_argument(
         "--delta",
-        type=number,
+        type=open_unit_number,
         default=None,
         help="state the total epsilon at this delta (default: the sum of the releases' deltas)",
     )
     target.add_argument(
-        "--epsilon", type=number, default=None, help="state the total delta at this epsilon"
+        "--epsilon",
+        type=positive_number,
+        default=None,
+        help="state the total delta at this epsilon",
     )
     parser.add_argument(
         "--same-users",

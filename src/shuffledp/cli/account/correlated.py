@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from shuffledp._validation import InvalidParameterError
 from shuffledp.cli._choices import CORRELATED_PAPER_GAMMA
-from shuffledp.cli._common import fmt, fmt_bound, number
+from shuffledp.cli._common import fmt, fmt_bound, open_unit_number
 from shuffledp.cli.account._shared import add_target_arguments, target_arguments
 from shuffledp.cli.run.correlated import (
     add_correlated_arguments,
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_correlated_arguments(parser)
     parser.add_argument(
         "--gamma",
-        type=number,
+        type=open_unit_number,
         default=CORRELATED_PAPER_GAMMA,
         help="the papers' rule: share of epsilon given to the flooding "
         f"(default {CORRELATED_PAPER_GAMMA:g})",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from shuffledp._validation import check_epsilon
-from shuffledp.cli._common import checked, number
+from shuffledp.cli._common import checked, positive_number
 from shuffledp.cli.account._shared import account_rows, add_mechanism_options, print_rows
 
 NAME = "delta"
@@ -15,7 +15,10 @@ HELP = "delta at an epsilon, every bound"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
     parser.add_argument(
-        "--epsilon", required=True, type=number, help="epsilon at which to state delta, > 0"
+        "--epsilon",
+        required=True,
+        type=positive_number,
+        help="epsilon at which to state delta, > 0",
     )
     add_mechanism_options(parser)
     parser.set_defaults(handler=execute)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.cli._common import checked, fmt, fmt_bound, integer
+from shuffledp.cli._common import checked, fmt, fmt_bound, integer_at_least
 from shuffledp.cli.account._shared import add_target_arguments, target_arguments
 from shuffledp.schemas import schema_id
 
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser)
     parser.add_argument(
         "--fake-users",
-        type=integer,
+        type=integer_at_least(0),
         default=None,
         help="fake users k per real user (default: 100, or what the paper's formula needs)",
     )

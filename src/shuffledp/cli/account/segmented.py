@@ -17,7 +17,13 @@ from typing import Any
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_int
 from shuffledp.cli._choices import SEGMENTED_BLANKET_GRID, SEGMENTED_VARIANTS
-from shuffledp.cli._common import checked, fmt, fmt_bound, integer, number
+from shuffledp.cli._common import (
+    checked,
+    fmt,
+    fmt_bound,
+    integer_at_least,
+    open_unit_number,
+)
 from shuffledp.cli.run.segmented import parse_blanket, parse_levels
 from shuffledp.schemas import schema_id
 
@@ -51,9 +57,12 @@ def parse_shares(text: str, count: int, flag: str = "--shares") -> tuple[float, 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options."""
-    parser.add_argument("--n", required=True, type=integer, help="number of users")
+    parser.add_argument("--n", required=True, type=integer_at_least(1), help="number of users")
     parser.add_argument(
-        "--domain-size", required=True, type=integer, help="d, the number of items (>= 2)"
+        "--domain-size",
+        required=True,
+        type=integer_at_least(2),
+        help="d, the number of items (>= 2)",
     )
     parser.add_argument(
         "--levels", required=True, help="privacy levels epsilon_1 < ... < epsilon_K, e.g. 0.5,1,2"
@@ -65,10 +74,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "user counts summing to n by largest remainder)",
     )
     parser.add_argument(
-        "--items-per-user", required=True, type=integer, help="s, item slots per user"
+        "--items-per-user", required=True, type=integer_at_least(1), help="s, item slots per user"
     )
     parser.add_argument(
-        "--delta", required=True, type=number, help="target delta of every level, in (0, 1)"
+        "--delta",
+        required=True,
+        type=open_unit_number,
+        help="target delta of every level, in (0, 1)",
     )
     parser.add_argument(
         "--blanket",

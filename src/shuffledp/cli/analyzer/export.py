@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from shuffledp._validation import check_int
-from shuffledp.cli._common import checked, integer
+from shuffledp.cli._common import checked, integer_at_least
 from shuffledp.cli.analyzer.publish import check_backend_protocol
 
 NAME = "export"
@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--rows-per-file",
-        type=integer,
+        type=integer_at_least(1),
         default=None,
         help="most messages per Parquet file (default 4194304, about 220 MB)",
     )

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shuffledp._validation import InvalidParameterError, ShuffleDPError, check_int
-from shuffledp.cli._common import checked, integer, number
+from shuffledp.cli._common import checked, integer_at_least, non_negative_number
 from shuffledp.schemas import schema_id
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--per-request",
-        type=integer,
+        type=integer_at_least(1),
         default=None,
         metavar="K",
         help=f"with --values-file: most submissions per HTTP request (default "
@@ -72,7 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "fewer where the body would pass 4 MiB, the shuffler's default limit",
     )
     parser.add_argument(
-        "--retry-seconds", type=number, default=60.0, help="keep retrying this long (default 60)"
+        "--retry-seconds",
+        type=non_negative_number,
+        default=60.0,
+        help="keep retrying this long (default 60)",
     )
     parser.set_defaults(handler=execute)
 

@@ -7,7 +7,13 @@ from typing import Any
 
 from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp._wording import plural
-from shuffledp.cli._common import checked, existing_dir_or_new, fmt, fmt_bound, integer
+from shuffledp.cli._common import (
+    checked,
+    existing_dir_or_new,
+    fmt,
+    fmt_bound,
+    integer_at_least,
+)
 
 NAME = "krr-vs-gaussian"
 HELP = "shuffled k-RR vs the central Gaussian"
@@ -36,11 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grid", default="10,10", help="ROWS,COLS of the cell grid")
     parser.add_argument(
         "--repetitions",
-        type=integer,
+        type=integer_at_least(1),
         default=None,
         help="runs per setting (default: 10, or fewer with --quick)",
     )
-    parser.add_argument("--seed", type=integer, default=2023, help="seed (default: 2023)")
+    parser.add_argument(
+        "--seed", type=integer_at_least(0), default=2023, help="seed (default: 2023)"
+    )
     parser.set_defaults(handler=execute)
 
 

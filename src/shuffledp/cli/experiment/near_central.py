@@ -6,7 +6,13 @@ import argparse
 from dataclasses import replace
 
 from shuffledp._validation import check_int
-from shuffledp.cli._common import checked, existing_dir_or_new, fmt, fmt_bound, integer
+from shuffledp.cli._common import (
+    checked,
+    existing_dir_or_new,
+    fmt,
+    fmt_bound,
+    integer_at_least,
+)
 
 NAME = "near-central"
 HELP = "per-bin error of every protocol against the central Laplace, DLap and Gaussian"
@@ -26,12 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--repetitions",
-        type=integer,
+        type=integer_at_least(2),
         default=None,
         help="runs per message-path row (default: 20, or 8 with --quick)",
     )
     parser.add_argument("--no-plots", action="store_true", help="write the CSV and JSON only")
-    parser.add_argument("--seed", type=integer, default=2026, help="seed (default: 2026)")
+    parser.add_argument(
+        "--seed", type=integer_at_least(0), default=2026, help="seed (default: 2026)"
+    )
     parser.set_defaults(handler=execute)
 
 

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from shuffledp._wording import plural
-from shuffledp.cli._common import existing_dir_or_new, fmt, integer
+from shuffledp.cli._common import existing_dir_or_new, fmt, integer_at_least
 from shuffledp.cli.experiment._shared import run_options
 
 NAME = "per-user"
@@ -40,17 +40,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--repetitions",
-        type=integer,
+        type=integer_at_least(1),
         default=None,
         help="runs per setting, independent seeds (default: 5, or 2 with --quick)",
     )
     parser.add_argument(
         "--workers",
-        type=integer,
+        type=integer_at_least(1),
         default=None,
         help="processes for the per-user epsilon' computations (default: 2)",
     )
-    parser.add_argument("--seed", type=integer, default=2024, help="root seed (default: 2024)")
+    parser.add_argument(
+        "--seed", type=integer_at_least(0), default=2024, help="root seed (default: 2024)"
+    )
     parser.add_argument("--no-plots", action="store_true", help="write the CSV and JSON only")
     parser.set_defaults(handler=execute)
 

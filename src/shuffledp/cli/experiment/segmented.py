@@ -8,7 +8,7 @@ from typing import Any
 
 from shuffledp._validation import InvalidParameterError
 from shuffledp._wording import plural
-from shuffledp.cli._common import existing_dir_or_new, fmt, integer, number
+from shuffledp.cli._common import existing_dir_or_new, fmt, integer_at_least, number
 from shuffledp.cli.experiment._shared import run_options
 
 NAME = "segmented"
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--repetitions",
-        type=integer,
+        type=integer_at_least(1),
         default=None,
         help="runs per setting, independent seeds (default: 50, or 5 with --quick)",
     )
@@ -63,11 +63,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--workers",
-        type=integer,
+        type=integer_at_least(1),
         default=None,
         help="processes for the calibrations (default: up to 2)",
     )
-    parser.add_argument("--seed", type=integer, default=2024, help="root seed (default: 2024)")
+    parser.add_argument(
+        "--seed", type=integer_at_least(0), default=2024, help="root seed (default: 2024)"
+    )
     parser.add_argument("--no-plots", action="store_true", help="write the CSV and JSON only")
     parser.set_defaults(handler=execute)
 

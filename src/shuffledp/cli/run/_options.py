@@ -13,7 +13,12 @@ from pathlib import Path
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.cli._choices import DEFAULT_NA_VALUES, PER_USER_POLICIES
-from shuffledp.cli._common import checked, integer, number
+from shuffledp.cli._common import (
+    checked,
+    integer_at_least,
+    open_unit_number,
+    positive_number,
+)
 from shuffledp.cli.run._domain import add_domain_sources
 from shuffledp.cli.run._paths import PLOT_FORMATS, output_and_plot_paths
 
@@ -72,8 +77,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     )
 
     privacy = parser.add_argument_group("privacy target")
-    privacy.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
-    privacy.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
+    privacy.add_argument(
+        "--epsilon", required=True, type=positive_number, help="target epsilon > 0"
+    )
+    privacy.add_argument(
+        "--delta", required=True, type=open_unit_number, help="target delta in (0, 1)"
+    )
 
     add_execution_arguments(parser)
 
@@ -102,7 +111,7 @@ def add_execution_arguments(
 ) -> None:
     """Declare the "execution and output" group: --seed, --path, --output, --plot, --quiet."""
     execution = parser.add_argument_group("execution and output")
-    execution.add_argument("--seed", type=integer, default=None, help=seed_help)
+    execution.add_argument("--seed", type=integer_at_least(0), default=None, help=seed_help)
     execution.add_argument(
         "--path",
         choices=("message", "count"),

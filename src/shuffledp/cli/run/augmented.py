@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.cli._choices import AUGMENTED_CALIBRATIONS, AUGMENTED_VARIANTS
-from shuffledp.cli._common import checked, integer, number
+from shuffledp.cli._common import checked, integer_at_least, number
 from shuffledp.cli.run._input import load_input
 from shuffledp.cli.run._options import add_run_options, prepare_run
 from shuffledp.cli.run._output import finish_run
@@ -43,14 +43,14 @@ def add_augmented_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--nu",
-        type=integer,
+        type=integer_at_least(0),
         default=None,
         help="sageo: a fixed shift nu to certify (default: the smallest the exact accountant "
         "certifies)",
     )
     group.add_argument(
         "--trials",
-        type=integer,
+        type=integer_at_least(1),
         default=None,
         help="sbin: a fixed number M of binomial trials to certify (default: the smallest)",
     )

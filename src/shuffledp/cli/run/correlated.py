@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from shuffledp._validation import check_epsilon
 from shuffledp.cli._choices import CORRELATED_DEFAULT_SLACK, CORRELATED_NEIGHBOURS
-from shuffledp.cli._common import checked, number
+from shuffledp.cli._common import checked, positive_number
 from shuffledp.cli.run._input import load_input
 from shuffledp.cli.run._options import add_run_options, prepare_run
 from shuffledp.cli.run._output import finish_run
@@ -47,7 +47,7 @@ def add_correlated_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("correlated noise")
     group.add_argument(
         "--slack",
-        type=number,
+        type=positive_number,
         default=CORRELATED_DEFAULT_SLACK,
         help="per-bin standard deviation at most (1 + slack) times the central discrete "
         f"Laplace's (default {CORRELATED_DEFAULT_SLACK:g})",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from shuffledp._validation import check_int
 from shuffledp.cli._choices import FLIP_CALIBRATION_METHODS, FLIP_DEFAULT_FAKE_USERS
-from shuffledp.cli._common import checked, integer
+from shuffledp.cli._common import checked, integer_at_least
 from shuffledp.cli.run._input import load_input
 from shuffledp.cli.run._options import add_run_options, prepare_run
 from shuffledp.cli.run._output import finish_run
@@ -29,7 +29,7 @@ def add_flip_arguments(parser: argparse.ArgumentParser, *, fake_users_note: str 
     flip = parser.add_argument_group("FLIP")
     flip.add_argument(
         "--fake-users",
-        type=integer,
+        type=integer_at_least(0),
         default=None,
         help=f"fake users k per real user (default {FLIP_DEFAULT_FAKE_USERS}{fake_users_note})",
     )

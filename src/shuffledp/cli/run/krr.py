@@ -6,7 +6,7 @@ import argparse
 
 from shuffledp._validation import check_epsilon
 from shuffledp.cli._choices import KRR_ESTIMATORS
-from shuffledp.cli._common import checked, number
+from shuffledp.cli._common import checked, positive_number
 from shuffledp.cli.run._input import load_input
 from shuffledp.cli.run._options import add_run_options, prepare_run
 from shuffledp.cli.run._output import finish_run
@@ -21,7 +21,7 @@ def add_krr_arguments(parser: argparse.ArgumentParser) -> None:
     krr = parser.add_argument_group("k-RR")
     krr.add_argument(
         "--epsilon0",
-        type=number,
+        type=positive_number,
         default=None,
         help="local epsilon of each report (default: the largest the target allows)",
     )

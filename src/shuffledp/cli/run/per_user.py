@@ -34,7 +34,15 @@ from shuffledp.cli._choices import (
     PER_USER_NEIGHBOURINGS,
     PER_USER_WEIGHTINGS,
 )
-from shuffledp.cli._common import checked, integer, number, writable, write_atomically
+from shuffledp.cli._common import (
+    above_zero_number,
+    checked,
+    fraction_number,
+    integer_at_least,
+    positive_number,
+    writable,
+    write_atomically,
+)
 from shuffledp.cli.run._domain import add_domain_sources, declared_domain
 from shuffledp.cli.run._input import csv_options
 from shuffledp.cli.run._options import add_csv_arguments
@@ -112,19 +120,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     privacy = parser.add_argument_group("privacy (Alg. 1)")
     privacy.add_argument(
-        "--epsilon", required=True, type=number, help="total epsilon of every user, > 0"
+        "--epsilon", required=True, type=positive_number, help="total epsilon of every user, > 0"
     )
     privacy.add_argument(
         "--epsilon1",
         required=True,
-        type=number,
+        type=positive_number,
         help="epsilon of the clustering copy W, in (0, epsilon); the released copy T gets "
         "epsilon - epsilon1",
     )
     privacy.add_argument(
         "--c",
         required=True,
-        type=number,
+        type=fraction_number,
         help="neighbouring fraction c in (0, 1] of Def. 1: histograms with the same total s "
         "that differ in at most floor(c s) counts are protected (--neighbouring says how "
         "counts differ)",
@@ -168,7 +176,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(needs --eps-radius)",
     )
     grouping.add_argument(
-        "--clusters", type=integer, default=None, help="k-means: the number of groups G >= 1"
+        "--clusters",
+        type=integer_at_least(1),
+        default=None,
+        help="k-means: the number of groups G >= 1",
     )
     grouping.add_argument(
         "--embedding",
@@ -179,20 +190,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     grouping.add_argument(
         "--eps-radius",
-        type=number,
+        type=fraction_number,
         default=None,
         help="dbscan: neighbourhood radius, a Jensen-Shannon distance in bits, in (0, 1]",
     )
     grouping.add_argument(
         "--min-samples",
-        type=integer,
+        type=integer_at_least(1),
         default=5,
         help="dbscan: users within --eps-radius (itself included) that make a core user "
         "(default 5)",
     )
     grouping.add_argument(
         "--max-diameter",
-        type=number,
+        type=above_zero_number,
         default=None,
         help="split off every user farther than D/2 (Jensen-Shannon, bits) from its group's "
         "centroid into a group of its own, so every group has diameter <= D (section 4)",
@@ -201,7 +212,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     execution = parser.add_argument_group("execution and output")
     execution.add_argument(
         "--seed",
-        type=integer,
+        type=integer_at_least(0),
         default=None,
         help="reproducible run (noise, clustering and a seeded, not cryptographic, shuffle); "
         "for tests only",

@@ -29,7 +29,12 @@ from shuffledp.cli._choices import (
     SEGMENTED_LEVEL_COUNT_MODES,
     SEGMENTED_VARIANTS,
 )
-from shuffledp.cli._common import checked, integer, number
+from shuffledp.cli._common import (
+    checked,
+    integer_at_least,
+    open_unit_number,
+    positive_number,
+)
 from shuffledp.cli.run._domain import add_domain_sources, declared_domain
 from shuffledp.cli.run._input import csv_options
 from shuffledp.cli.run._options import add_csv_arguments, add_execution_arguments
@@ -126,12 +131,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the privacy levels epsilon_1 < ... < epsilon_K users choose from, e.g. 0.5,1,2",
     )
     privacy.add_argument(
-        "--delta", required=True, type=number, help="target delta of every level, in (0, 1)"
+        "--delta",
+        required=True,
+        type=open_unit_number,
+        help="target delta of every level, in (0, 1)",
     )
     privacy.add_argument(
         "--items-per-user",
         required=True,
-        type=integer,
+        type=integer_at_least(1),
         help="s, item slots per user: larger sets are sampled down to s items (uniformly), "
         "smaller ones are padded (--padding) or an error",
     )
@@ -166,10 +174,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "over the levels with --level-epsilon and --level-delta",
     )
     privacy.add_argument(
-        "--level-epsilon", type=number, default=None, help="epsilon of the DP level counts"
+        "--level-epsilon", type=positive_number, default=None, help="epsilon of the DP level counts"
     )
     privacy.add_argument(
-        "--level-delta", type=number, default=None, help="delta of the DP level counts"
+        "--level-delta", type=open_unit_number, default=None, help="delta of the DP level counts"
     )
 
     add_execution_arguments(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.cli._common import checked, integer, number, writable
+from shuffledp.cli._common import checked, integer_at_least, number, writable
 
 __all__ = ["add_server_arguments", "run_server", "server_settings"]
 
@@ -32,7 +32,9 @@ def add_server_arguments(
         default=default_listen,
         help=f"HOST:PORT (default {default_listen}; port 0: any)",
     )
-    parser.add_argument("--max-body-bytes", type=integer, default=None, help=max_body_help)
+    parser.add_argument(
+        "--max-body-bytes", type=integer_at_least(1024), default=None, help=max_body_help
+    )
     parser.add_argument(
         "--header-timeout",
         type=number,
@@ -52,7 +54,7 @@ def add_server_arguments(
     )
     parser.add_argument(
         "--max-connections",
-        type=integer,
+        type=integer_at_least(1),
         default=DEFAULT_MAX_CONNECTIONS,
         help="most open connections; above it, the one waiting longest on its client is "
         f"closed (default {DEFAULT_MAX_CONNECTIONS})",

@@ -6,7 +6,7 @@ import argparse
 import logging
 
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.cli._common import checked, integer
+from shuffledp.cli._common import checked, integer_at_least
 from shuffledp.cli.serve._shared import add_server_arguments, run_server, server_settings
 
 NAME = "shuffler"
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-submissions-per-request",
-        type=integer,
+        type=integer_at_least(1),
         default=None,
         help="default 1000 (more makes batches larger than the analyzer admits by default: "
         "give the analyzer --max-batch-users min_batch_users - 1 + this)",

@@ -27,7 +27,15 @@ from shuffledp._validation import (
     check_epsilon,
     check_int,
 )
-from shuffledp.cli._common import checked, integer, number, writable, write_atomically
+from shuffledp.cli._common import (
+    checked,
+    integer_at_least,
+    number,
+    open_unit_number,
+    positive_number,
+    writable,
+    write_atomically,
+)
 from shuffledp.cli.run._release import ReleaseContext
 from shuffledp.data.domains import builtin_domain, builtin_domain_names, parse_domain
 from shuffledp.schemas import schema_id
@@ -44,7 +52,9 @@ __all__ = ["SimulationSetup", "add_simulate_options", "prepare_simulation", "run
 def add_simulate_options(parser: argparse.ArgumentParser) -> None:
     """Declare the options every ``simulate`` protocol takes."""
     users = parser.add_argument_group("synthetic users")
-    users.add_argument("--n", required=True, type=integer, help="number of users (e.g. 1e8)")
+    users.add_argument(
+        "--n", required=True, type=integer_at_least(1), help="number of users (e.g. 1e8)"
+    )
     users.add_argument(
         "--data",
         choices=("zipf", "uniform"),
@@ -56,7 +66,9 @@ def add_simulate_options(parser: argparse.ArgumentParser) -> None:
     )
     domain = parser.add_argument_group("public domain (one of these is required)")
     source = domain.add_mutually_exclusive_group(required=True)
-    source.add_argument("--domain-size", type=integer, default=None, help="d bins named 0..d-1")
+    source.add_argument(
+        "--domain-size", type=integer_at_least(2), default=None, help="d bins named 0..d-1"
+    )
     source.add_argument("--domain", default=None, help="comma-separated labels, in bin order")
     source.add_argument(
         "--domain-name",
@@ -64,8 +76,12 @@ def add_simulate_options(parser: argparse.ArgumentParser) -> None:
         help=f"a built-in domain: {', '.join(builtin_domain_names())}, or range:LO-HI",
     )
     privacy = parser.add_argument_group("privacy target")
-    privacy.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
-    privacy.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
+    privacy.add_argument(
+        "--epsilon", required=True, type=positive_number, help="target epsilon > 0"
+    )
+    privacy.add_argument(
+        "--delta", required=True, type=open_unit_number, help="target delta in (0, 1)"
+    )
     execution = parser.add_argument_group("execution and output")
     execution.add_argument(
         "--backend",
@@ -81,21 +97,21 @@ def add_simulate_options(parser: argparse.ArgumentParser) -> None:
     )
     execution.add_argument(
         "--partitions",
-        type=integer,
+        type=integer_at_least(1),
         default=None,
         help="tasks per replicate, each with its own seed (default: one per 2^20 users, at "
         "least 8); the messages depend on it, not on the backend",
     )
     execution.add_argument(
         "--replicates",
-        type=integer,
+        type=integer_at_least(1),
         default=1,
         help="independent executions in one job (default 1); the release shows the first, "
         "the simulation section every replicate's error",
     )
     execution.add_argument(
         "--seed",
-        type=integer,
+        type=integer_at_least(0),
         default=None,
         help="reproducible run: the same messages on every backend (default: OS entropy)",
     )

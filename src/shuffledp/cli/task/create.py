@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
-from shuffledp.cli._common import checked, integer, number, writable
+from shuffledp.cli._common import (
+    checked,
+    integer,
+    integer_at_least,
+    number,
+    open_unit_number,
+    positive_number,
+    writable,
+)
 from shuffledp.data.domains import (
     builtin_domain,
     builtin_domain_names,
@@ -51,12 +59,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     domain.add_argument("--encoding", default="utf-8", help="domain file encoding (default utf-8)")
     privacy = parser.add_argument_group("privacy target")
-    privacy.add_argument("--epsilon", required=True, type=number, help="target epsilon > 0")
-    privacy.add_argument("--delta", required=True, type=number, help="target delta in (0, 1)")
+    privacy.add_argument(
+        "--epsilon", required=True, type=positive_number, help="target epsilon > 0"
+    )
+    privacy.add_argument(
+        "--delta", required=True, type=open_unit_number, help="target delta in (0, 1)"
+    )
     privacy.add_argument(
         "--min-batch-users",
         required=True,
-        type=integer,
+        type=integer_at_least(2),
         help="n: the parameters are calibrated for n users and the shuffler forwards no "
         "batch of fewer (the guarantee holds for every batch of at least n honest users; "
         "correlated: min_honest, the users whose noise shares the guarantee counts on)",
@@ -67,7 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the shuffler admits one submission per client token (needs --token-key-out)",
     )
     flip = parser.add_argument_group("FLIP")
-    flip.add_argument("--fake-users", type=integer, default=None, help="k (default 100)")
+    flip.add_argument(
+        "--fake-users", type=integer_at_least(0), default=None, help="k (default 100)"
+    )
     flip.add_argument(
         "--calibration",
         choices=("exact", "paper"),
@@ -85,7 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     correlated = parser.add_argument_group("correlated")
     correlated.add_argument(
         "--slack",
-        type=number,
+        type=positive_number,
         default=None,
         help="per-bin standard deviation at most (1 + slack) times the central discrete "
         "Laplace's, at min-batch-users users' noise (default 0.1)",

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.cli._common import checked, integer, writable
+from shuffledp.cli._common import checked, integer_at_least, writable
 
 NAME = "tokens"
 HELP = "issue client tokens (one per user) for a task with --one-submission-per-client"
@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``task tokens``'s options."""
     parser.add_argument("--task", required=True, help="the task document")
     parser.add_argument("--key-file", required=True, help="the token key (from task create)")
-    parser.add_argument("--count", required=True, type=integer, help="tokens to issue")
+    parser.add_argument("--count", required=True, type=integer_at_least(1), help="tokens to issue")
     parser.add_argument(
         "--out",
         default=None,
