@@ -17,6 +17,7 @@ __all__ = [
     "ShuffleDPError",
     "check_delta",
     "check_epsilon",
+    "check_flag",
     "check_flip_probability",
     "check_int",
     "check_probability",
@@ -127,3 +128,14 @@ def check_int(value: Any, name: str, *, minimum: int = 0, maximum: int | None = 
             f"{name} must be an integer between {minimum} and {maximum}, got {ivalue}"
         )
     return ivalue
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (a truthy string or 1 is refused).
+
+    Raises:
+        InvalidParameterError: Otherwise.
+    """
+    if not isinstance(value, bool):
+        raise InvalidParameterError(f"{name} must be True or False, got {value!r}")
+    return value

@@ -61,7 +61,9 @@ def test_encode_values_needs_a_domain():
 def test_encode_values_is_exact(arrow):
     enc = encode_values(["Paris", " Paris", "paris"], ["Paris", " Paris", "paris"])
     assert enc.indices.tolist() == [0, 1, 2]
-    with pytest.raises(DataError, match="differ from a domain label only by surrounding spaces"):
+    with pytest.raises(
+        DataError, match="differ from a domain label only by case or surrounding spaces"
+    ):
         encode_values(["Paris", "Paris "], ["Paris", "Rome"])
 
 

@@ -93,10 +93,12 @@ def test_outside_domain_is_an_error(tmp_path, use_pyarrow):
     assert "\n" not in message
 
 
-def test_whitespace_near_miss_is_hinted(tmp_path, use_pyarrow):
-    f = write(tmp_path, "id,city\n1,Paris\n2, Paris\n3,Rome \n4,Oslo\n")
+def test_whitespace_and_case_near_misses_are_hinted(tmp_path, use_pyarrow):
+    f = write(tmp_path, "id,city\n1,Paris\n2, Paris\n3,Rome \n4,Oslo\n5,PARIS\n")
     with pytest.raises(
-        DataError, match=r"2 of them differ from a domain label only by surrounding"
+        DataError,
+        match=r"3 of them differ from a domain label only by case or surrounding spaces, such "
+        r"as ' Paris' vs 'Paris': labels are matched exactly \(pass normalize_labels=True",
     ):
         load(f, domain=CITIES, use_pyarrow=use_pyarrow)
 

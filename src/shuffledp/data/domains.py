@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterable, Mapping, Sequence
-from numbers import Integral
+from collections.abc import Iterable, KeysView, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from numbers import Integral, Real
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from shuffledp._validation import DataError, InvalidParameterError
 from shuffledp._wording import Parameter, Worded
@@ -37,6 +39,8 @@ __all__ = [
     "check_domain",
     "check_domain_source",
     "integer_text",
+    "normalize_label",
+    "normalized_index",
     "parse_domain",
     "read_domain_file",
 ]
@@ -105,40 +109,105 @@ def integer_text(value: object) -> str | None:
     return str(int(value))
 
 
-def check_domain(labels: Sequence[str | int], name: str = "domain") -> list[str]:
+def _not_labels(labels: object, name: str) -> str | None:
+    """Why ``labels`` is not an ordered collection of labels (``None`` if it may be one)."""
+    kind = type(labels)
+    module = kind.__module__.split(".")[0]
+    if isinstance(labels, str | bytes):
+        return (
+            f"{name} must be a list of labels, got the string {labels!r} "
+            "(use parse_domain() for comma-separated text)"
+        )
+    if module == "pandas" and kind.__name__ == "Series":
+        return (
+            f"{name} must be the labels themselves, got a pandas Series, which maps an index "
+            "to values (value_counts() maps each label to its count): give .index for the "
+            "labels of its index, or .unique() for its values"
+        )
+    if module == "pandas" and kind.__name__ == "DataFrame":
+        return (
+            f"{name} must be the labels themselves, got a pandas DataFrame: give the labels "
+            "of one column (e.g. df['city'].unique()) or a list"
+        )
+    if isinstance(labels, Mapping):
+        return (
+            f"{name} must be the labels themselves, got a mapping ({kind.__name__}): give "
+            "list(mapping) for its keys, in bin order"
+        )
+    if isinstance(labels, AbstractSet) and not isinstance(labels, KeysView):
+        return (
+            f"{name} must list the labels in bin order, got a {kind.__name__}, which has no "
+            "order: give sorted(labels) or a list in the order the bins should have"
+        )
+    if not isinstance(labels, Iterable):
+        return f"{name} must be an iterable of labels (str or int), got {labels!r}"
+    return None
+
+
+def _label_text(label: object, name: str, position: int) -> str:
+    """A domain label as text: a string as it is, an integer as its decimal text."""
+    if isinstance(label, str):
+        return str.__str__(label)  # a str subclass (numpy's str_) as a plain str
+    text = integer_text(label)
+    if text is not None:
+        return text
+    if label is None or (isinstance(label, float) and label != label) or _is_pandas_na(label):
+        raise InvalidParameterError(
+            f"{name} holds a missing value ({label!r}) at position {position}: a domain lists "
+            "every possible label, and a missing value is none (drop it, e.g. with "
+            "value_counts(dropna=True) or .dropna())"
+        )
+    hint = ""
+    if isinstance(label, Real) and not isinstance(label, bool):
+        hint = (
+            "; numbers other than integers are refused because 1.0 and 1 would be one label "
+            "(a pandas integer column with missing values becomes float: .astype('Int64') "
+            "keeps integers)"
+        )
+    raise InvalidParameterError(
+        f"{name} labels must be strings (or integers, which stand for their decimal text), "
+        f"got {label!r} ({type(label).__name__}) at position {position}{hint}"
+    )
+
+
+def _is_pandas_na(value: object) -> bool:
+    kind = type(value)  # pandas' NA and NaT, without importing pandas
+    return kind.__name__ in ("NAType", "NaTType") and kind.__module__.startswith("pandas")
+
+
+def check_domain(labels: Iterable[Any], name: str = "domain") -> list[str]:
     """Return ``labels`` as a list of text labels after checking they can serve as bin labels.
 
-    Labels are compared exactly (no trimming, no case folding). An integer
-    label stands for its decimal text (``[1, 2, 10]`` is ``["1", "2", "10"]``):
-    that is the bin's label in every output, and integer values are matched
-    to it (see :func:`shuffledp.data.encoding.encode_values`).
+    ``labels`` is any ordered collection: a list or tuple, a numpy array, a
+    pandas ``Index`` (``value_counts().index``, ``Categorical.categories``), a
+    pandas ``ArrowStringArray``, a pyarrow array, a generator. A pandas
+    ``Series`` or ``DataFrame``, a mapping and a set are refused (which of
+    their parts are the labels, or in which order, would be a guess).
+
+    Labels are compared exactly (no trimming, no case folding). A string is
+    kept as it is; an integer label (Python or numpy, not a boolean) stands for
+    its decimal text (``[1, 2, 10]`` is ``["1", "2", "10"]``): that is the
+    bin's label in every output, and integer values are matched to it (see
+    :func:`shuffledp.data.encoding.encode_values`). Anything else is refused,
+    floats included (``1.0`` and ``1`` would be one label), and so is a
+    missing value (``None``, NaN, pandas' NA): no conversion can merge two labels.
 
     Args:
         labels: The labels, in bin order.
         name: What to call them in an error message.
 
     Raises:
-        InvalidParameterError: If ``labels`` is a single string, holds
-            something other than text or an integer, repeats a label, or has
-            fewer than two labels.
+        InvalidParameterError: If ``labels`` is a single string, a Series,
+            DataFrame, mapping or set, or not iterable; if it holds something
+            other than text or an integer (a missing value included), repeats
+            a label, or has fewer than two labels.
     """
-    if isinstance(labels, str | bytes):
-        raise InvalidParameterError(
-            f"{name} must be a list of labels, got the string {labels!r} "
-            "(use parse_domain() for comma-separated text)"
-        )
-    result: list[str] = []
-    for label in labels:
-        text = integer_text(label)
-        if text is not None:
-            result.append(text)
-        elif isinstance(label, str):
-            result.append(label)
-        else:
-            raise InvalidParameterError(
-                f"{name} labels must be strings (or integers, which stand for their decimal "
-                f"text), got {label!r} ({type(label).__name__})"
-            )
+    reason = _not_labels(labels, name)
+    if reason is not None:
+        raise InvalidParameterError(reason)
+    if type(labels).__module__.split(".")[0] == "pyarrow" and hasattr(labels, "to_pylist"):
+        labels = labels.to_pylist()  # Arrow arrays iterate over Arrow scalars
+    result = [_label_text(label, name, i) for i, label in enumerate(labels)]
     repeated = _repeated(result)
     if repeated:
         shown = ", ".join(repr(label) for label in repeated[:5])
@@ -146,6 +215,44 @@ def check_domain(labels: Sequence[str | int], name: str = "domain") -> list[str]
     if len(result) < 2:
         raise InvalidParameterError(f"{name} needs at least two labels, got {len(result)}")
     return result
+
+
+def normalize_label(label: str) -> str:
+    """Return ``label`` as ``normalize_labels`` compares it: stripped, then case folded.
+
+    Surrounding whitespace (Unicode's, as :meth:`str.strip` removes it) goes,
+    then :meth:`str.casefold` (``"Android "`` and ``"android"`` are both
+    ``"android"``; ``"Straße"`` is ``"strasse"``). Nothing inside the label changes.
+    """
+    return label.strip().casefold()
+
+
+def normalized_index(labels: Sequence[str], name: str = "domain") -> dict[str, int]:
+    """Return each label's normalized form (:func:`normalize_label`) with its bin.
+
+    Raises:
+        InvalidParameterError: If two labels have the same normalized form
+            (``"Android"`` and ``"android "``): with ``normalize_labels`` their
+            bins could not be told apart.
+    """
+    index: dict[str, int] = {}
+    for position, label in enumerate(labels):
+        key = normalize_label(label)
+        first = index.setdefault(key, position)
+        if first != position:
+            raise InvalidParameterError(
+                Worded(
+                    "{name} labels {a} and {b} are the same label once case is folded and "
+                    "surrounding spaces removed ({option}), so a value could not tell their "
+                    "bins apart: merge them in the domain, or match labels exactly (without "
+                    "{option})",
+                    name=name,
+                    a=repr(labels[first]),
+                    b=repr(label),
+                    option=Parameter("normalize_labels", True),
+                )
+            )
+    return index
 
 
 def parse_domain(text: str) -> list[str]:

@@ -2,8 +2,9 @@
 
 :func:`encode_values` is the in-memory entry point; :class:`BinEncoder` does the
 work one batch at a time so that files of any length are encoded as they are
-read (:mod:`shuffledp.data.ingest`). Labels are matched exactly: no trimming,
-no case folding.
+read (:mod:`shuffledp.data.ingest`). Labels are matched exactly (no trimming,
+no case folding) unless ``normalize_labels`` asks to ignore case and
+surrounding spaces on both sides (:func:`shuffledp.data.domains.normalize_label`).
 
 Every batch is first reduced to its distinct values (pyarrow's
 ``dictionary_encode`` or :func:`numpy.unique`); only those distinct values are
@@ -16,7 +17,7 @@ from __future__ import annotations
 import importlib
 import math
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -24,14 +25,22 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from shuffledp._validation import DataError, InvalidParameterError
+from shuffledp._validation import DataError, InvalidParameterError, check_flag
 from shuffledp._wording import Parameter, Worded
-from shuffledp.data.domains import check_domain, integer_text, parse_domain
+from shuffledp.data.domains import (
+    check_domain,
+    integer_text,
+    normalize_label,
+    normalized_index,
+    parse_domain,
+)
+from shuffledp.data.frames import row_label_of, select_column
 
 __all__ = [
     "DEFAULT_NA_VALUES",
     "INFERRED",
     "MAX_INFERRED_LABELS",
+    "NORMALIZE_LABELS_RULE",
     "BinEncoder",
     "EncodedColumn",
     "encode_values",
@@ -47,6 +56,13 @@ INFERRED = "inferred-from-data"
 
 #: Largest domain :class:`BinEncoder` infers from data before suspecting the wrong column.
 MAX_INFERRED_LABELS = 1_000_000
+
+#: What ``normalize_labels`` does, as a release states it (a rule, no count).
+NORMALIZE_LABELS_RULE = Worded(
+    "values and domain labels were matched ignoring case and surrounding spaces ({option}: "
+    "both stripped, then case folded); the release shows the declared labels",
+    option=Parameter("normalize_labels", True),
+)
 
 #: Row code of a missing value (null or one of the NA texts).
 MISSING = -1
@@ -68,7 +84,10 @@ class EncodedColumn:
         domain_source: ``"declared"`` or ``"inferred-from-data"`` (then the
             domain is not covered by the privacy guarantee).
         mapped_to_other: Number of values outside the domain counted in the ``other`` bin.
+        missing_dropped: Number of missing values dropped (``drop_missing``).
         notes: Human-readable statements of everything the encoding adjusted.
+            Counts such as ``missing_dropped`` and the notes are statistics of
+            the private data: show them to the data owner, do not release them.
     """
 
     indices: NDArray[np.int64]
@@ -76,6 +95,7 @@ class EncodedColumn:
     domain_source: str = "declared"
     mapped_to_other: int = 0
     notes: tuple[str, ...] = ()
+    missing_dropped: int = 0
 
     @property
     def histogram(self) -> NDArray[np.int64]:
@@ -119,7 +139,8 @@ def _is_null(value: object) -> bool:
     return kind.__name__ == "NAType" and kind.__module__.startswith("pandas")
 
 
-def _text_error(what: object, *, floats: bool = False) -> InvalidParameterError:
+def text_error(what: object, *, floats: bool = False) -> InvalidParameterError:
+    """The error for values that are neither text nor integers (``floats``: with the Int64 hint)."""
     hint = ""
     if floats:
         hint = (
@@ -168,7 +189,7 @@ def _factorize_numpy(batch: NDArray[Any]) -> tuple[list[str], NDArray[np.int64]]
         distinct, local = np.unique(batch, return_inverse=True)
         return distinct.tolist(), local.reshape(-1).astype(np.int64)
     if batch.dtype.kind != "O":
-        raise _text_error(f"an array of {batch.dtype}", floats=batch.dtype.kind == "f")
+        raise text_error(f"an array of {batch.dtype}", floats=batch.dtype.kind == "f")
     # Python objects already exist one per row here; a dict finds the distinct ones
     # in C without sorting (which mixed None / str could not do anyway).
     items = batch.tolist()
@@ -186,7 +207,7 @@ def _factorize_numpy(batch: NDArray[Any]) -> tuple[list[str], NDArray[np.int64]]
             remap[i] = len(labels)
             labels.append(str(integer_text(value)))
         else:
-            raise _text_error(f"{value!r} ({type(value).__name__})")
+            raise text_error(f"{value!r} ({type(value).__name__})")
     return labels, remap[local] if len(local) else local
 
 
@@ -200,14 +221,12 @@ def _factorize_arrow(pa: ModuleType, batch: Any) -> tuple[list[str], NDArray[np.
     elif pa.types.is_string(batch.type) or pa.types.is_large_string(batch.type):
         encoded = pc.dictionary_encode(batch)
     else:
-        raise _text_error(
-            f"an Arrow array of {batch.type}", floats=pa.types.is_floating(batch.type)
-        )
+        raise text_error(f"an Arrow array of {batch.type}", floats=pa.types.is_floating(batch.type))
     dictionary = encoded.dictionary
     if pa.types.is_integer(dictionary.type):
         dictionary = pc.cast(dictionary, pa.string())
     if not (pa.types.is_string(dictionary.type) or pa.types.is_large_string(dictionary.type)):
-        raise _text_error(f"an Arrow dictionary of {dictionary.type}")
+        raise text_error(f"an Arrow dictionary of {dictionary.type}")
     local = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
     labels: list[str] = dictionary.to_pylist()
     if dictionary.null_count:  # a null inside a dictionary is a missing value too
@@ -259,21 +278,30 @@ class BinEncoder:
         where: What the values are, for messages (e.g. ``"column 'city' of data.csv"``;
             default ``"the input"``).
         row_label: Describes row ``i`` (0-based) in messages.
+        normalize_labels: Match values to labels (and to ``na_values`` and
+            ``other``) ignoring case and surrounding spaces
+            (:func:`~shuffledp.data.domains.normalize_label` on both sides).
+            The bins keep the declared labels; an inferred domain holds the
+            normalized values.
 
     Raises:
-        InvalidParameterError: On an inconsistent combination of options or a bad domain.
+        InvalidParameterError: On an inconsistent combination of options or a
+            bad domain (with ``normalize_labels``, also two labels, or
+            ``other`` and a label, that differ only by case or surrounding spaces).
     """
 
     def __init__(
         self,
-        domain: Sequence[str] | None,
+        domain: Iterable[Any] | None,
         *,
         infer_domain: bool = False,
         other: str | None = None,
         na_values: Collection[str] = (),
         where: str = "the input",
         row_label: Callable[[int], str] = lambda i: f"index {i}",
+        normalize_labels: bool = False,
     ) -> None:
+        check_flag(normalize_labels, "normalize_labels")
         if domain is not None and infer_domain:
             raise InvalidParameterError(
                 "give either a declared domain or infer_domain=True, not both"
@@ -298,33 +326,65 @@ class BinEncoder:
         self.where = where
         self.row_label = row_label
         self.inferred = domain is None
+        self.normalize_labels = normalize_labels
+        self._key: Callable[[str], str] = normalize_label if normalize_labels else str
         self._labels: list[str] = [] if domain is None else check_domain(domain)
+        if normalize_labels:
+            normalized_index(self._labels)  # two labels one value could match: refused
         self._other: int | None = None
         self.other_appended = False
         if other is not None:
             if other not in self._labels:
+                self._refuse_other_near_a_label(other)
                 self._labels.append(other)
                 self.other_appended = True
             self._other = self._labels.index(other)
-        self._index = {label: i for i, label in enumerate(self._labels)}
-        self._na = {v for v in na if v not in self._index}
-        self._na_as_label = {v: 0 for v in sorted(na) if v in self._index}
+        self._index = {self._key(label): i for i, label in enumerate(self._labels)}
+        self._na_texts = {v for v in na if self._key(v) not in self._index}
+        self._na = {self._key(v) for v in self._na_texts}
+        self._na_as_label: dict[str, int] = {}
+        for v in sorted(na):
+            if self._key(v) in self._index and self._key(v) not in map(
+                self._key, self._na_as_label
+            ):
+                self._na_as_label[v] = 0
         self.rows = 0
         self.missing = 0
         self.first_missing: int | None = None
         self.outside = 0
         self.outside_example: tuple[str, int] | None = None
         self.near_miss = 0
-        self.near_miss_example: str | None = None
+        self.near_miss_example: tuple[str, str] | None = None
+        #: Each normalized label's first label (the near-miss hint's lookup), built when needed.
+        self._normalized: dict[str, str] | None = None
         self.inferred_size = 0
         #: Kept rows whose value was outside the domain, counted in ``other`` (set by finish).
         self.mapped_to_other = 0
 
+    def _refuse_other_near_a_label(self, other: str) -> None:
+        """With ``normalize_labels``, ``other`` must be a label exactly or no label at all."""
+        if not self.normalize_labels:
+            return
+        key = normalize_label(other)
+        for label in self._labels:
+            if normalize_label(label) == key:
+                raise InvalidParameterError(
+                    Worded(
+                        "{other} is the domain label {label} once case is folded and "
+                        "surrounding spaces removed ({option}): give that label exactly to "
+                        "count outside values in its bin, or a label of its own",
+                        other=Parameter("other", other),
+                        label=repr(label),
+                        option=Parameter("normalize_labels", True),
+                    )
+                )
+
     def _code(self, label: str) -> int:
-        code = self._index.get(label)
+        key = self._key(label)
+        code = self._index.get(key)
         if code is not None:
             return code
-        if label in self._na:
+        if key in self._na:
             return MISSING
         if self.inferred:
             if len(self._labels) >= MAX_INFERRED_LABELS:
@@ -332,8 +392,8 @@ class BinEncoder:
                     f"{self.where} has more than {MAX_INFERRED_LABELS:,} distinct values; "
                     "is it the right column? Declare the domain instead of inferring it"
                 )
-            self._index[label] = code = len(self._labels)
-            self._labels.append(label)
+            self._index[key] = code = len(self._labels)
+            self._labels.append(key)
             return code
         return OUTSIDE
 
@@ -376,8 +436,11 @@ class BinEncoder:
         if outside.any():
             self._count_outside(labels, local, present, outside, counts, offset)
         for label in self._na_as_label:
+            key = self._key(label)
             self._na_as_label[label] += sum(
-                int(c) for lab, c in zip(labels, counts.tolist(), strict=True) if lab == label
+                int(c)
+                for lab, c in zip(labels, counts.tolist(), strict=True)
+                if self._key(lab) == key
             )
         return rows
 
@@ -411,13 +474,19 @@ class BinEncoder:
         if self.outside_example is None:
             row = int(np.flatnonzero(present & outside[np.maximum(local, 0)])[0])
             self.outside_example = (labels[int(local[row])], offset + row)
+        if self.normalize_labels:
+            return  # a value that differs from a label only by case or spaces matched it
+        if self._normalized is None:
+            self._normalized = {}
+            for known in self._labels:
+                self._normalized.setdefault(normalize_label(known), known)
         for i in np.flatnonzero(outside).tolist():
             label = labels[i]
-            trimmed = label.strip()
-            if trimmed != label and trimmed in self._index:
+            near = self._normalized.get(normalize_label(label))
+            if near is not None:
                 self.near_miss += int(counts[i])
                 if self.near_miss_example is None:
-                    self.near_miss_example = label
+                    self.near_miss_example = (label, near)
 
     def finish(self, codes: NDArray[np.integer]) -> tuple[NDArray[np.int64], list[str]]:
         """Return the final bin indices of the kept rows' ``codes`` and the domain.
@@ -514,11 +583,24 @@ class BinEncoder:
         return INFERRED if self.inferred else "declared"
 
     def _near_miss_hint(self) -> str:
-        if not self.near_miss:
+        """Outside values that differ from a label only by case or surrounding spaces, if any."""
+        if not self.near_miss or self.near_miss_example is None:
             return ""
-        return (
-            f"; {self.near_miss:,} of them differ from a domain label only by surrounding "
-            f"spaces (e.g. {self.near_miss_example!r}): labels are matched exactly"
+        value, label = self.near_miss_example
+        normalized = {normalize_label(known) for known in self._labels}
+        remedy: str | Worded = ""
+        if len(normalized) == len(self._labels):  # no two labels normalize alike
+            remedy = Worded(
+                " (pass {option} to ignore case and surrounding spaces)",
+                option=Parameter("normalize_labels", True),
+            )
+        return Worded(
+            "; {count} of them differ from a domain label only by case or surrounding spaces, "
+            "such as {value} vs {label}: labels are matched exactly{remedy}",
+            count=f"{self.near_miss:,}",
+            value=repr(value),
+            label=repr(label),
+            remedy=remedy,
         )
 
     def outside_error(self) -> DataError | None:
@@ -557,7 +639,7 @@ class BinEncoder:
                 "{count} value(s) in {where} are missing ({missing}), first at {row}{remedy}",
                 count=f"{self.missing:,}",
                 where=self.where,
-                missing=describe_missing(self._na),
+                missing=describe_missing(self._na_texts),
                 row=self.row_label(self.first_missing),
                 remedy=remedy,
             )
@@ -571,9 +653,20 @@ class BinEncoder:
                 f"the domain ({self.inferred_size} labels) was inferred from the data: it is "
                 "not public input, so the privacy guarantee does not cover it"
             )
-        for label, count in self._na_as_label.items():
+        if self.inferred and self.normalize_labels:
             notes.append(
-                f"{label!r} is a label of the domain, so its {count:,} occurrence(s) in "
+                "the inferred labels are the values with surrounding spaces removed and case "
+                "folded (normalize_labels)"
+            )
+        for label, count in self._na_as_label.items():
+            bin_label = self._labels[self._index[self._key(label)]]
+            what = (
+                "a label of the domain"
+                if bin_label == label
+                else f"the domain label {bin_label!r} once normalized"
+            )
+            notes.append(
+                f"{label!r} is {what}, so its {count:,} occurrence(s) in "
                 f"{self.where} counted as that label, not as missing"
             )
         if self._other is not None:
@@ -591,9 +684,17 @@ class BinEncoder:
                     else (f" ({self.outside:,} among all rows read)")
                 )
                 notes.append(
-                    f"{self.mapped_to_other:,} value(s) in {self.where} outside the declared "
-                    f"domain were counted in {label!r}{read} (e.g. {value!r}, "
-                    f"{self.row_label(row)}){self._near_miss_hint()}"
+                    Worded(
+                        "{mapped} value(s) in {where} outside the declared domain were counted "
+                        "in {label}{read} (e.g. {value}, {row}){hint}",
+                        mapped=f"{self.mapped_to_other:,}",
+                        where=self.where,
+                        label=repr(label),
+                        read=read,
+                        value=repr(value),
+                        row=self.row_label(row),
+                        hint=self._near_miss_hint(),
+                    )
                 )
         return notes
 
@@ -615,14 +716,14 @@ def _as_batches(values: Any) -> Iterator[TextBatch]:
         elif hasattr(values, "type"):
             yield values
         else:
-            raise _text_error(type(values).__name__)
+            raise text_error(type(values).__name__)
         return
     if module == "pandas":
         if pa is not None:
             try:
                 yield pa.array(values, from_pandas=True)
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-                raise _text_error(f"a pandas object pyarrow cannot read as text ({exc})") from None
+                raise text_error(f"a pandas object pyarrow cannot read as text ({exc})") from None
             return
         yield _numpy_batch(list(values))
         return
@@ -633,7 +734,7 @@ def _as_batches(values: Any) -> Iterator[TextBatch]:
             yield values
             return
     elif isinstance(values, str | bytes) or not isinstance(values, Iterable):
-        raise _text_error(f"a {type(values).__name__}")
+        raise text_error(f"a {type(values).__name__}")
     if pa is None:
         yield _numpy_batch(list(values))
         return
@@ -647,7 +748,7 @@ def _as_batches(values: Any) -> Iterator[TextBatch]:
             array = None
         if array is None or not pa.types.is_integer(array.type):
             floats = array is not None and pa.types.is_floating(array.type)
-            raise _text_error(
+            raise text_error(
                 f"a value pyarrow cannot read as text ({exc})", floats=floats
             ) from None
     yield array
@@ -655,47 +756,64 @@ def _as_batches(values: Any) -> Iterator[TextBatch]:
 
 def encode_values(
     values: Any,
-    domain: Sequence[str] | None = None,
+    domain: Iterable[Any] | None = None,
     *,
+    column: Hashable | None = None,
     other: str | None = None,
     infer_domain: bool = False,
+    drop_missing: bool = False,
+    normalize_labels: bool = False,
 ) -> EncodedColumn:
     """Encode labels (one per user) as bin indices over the public ``domain``.
 
     The domain is public input: every client must know it to randomize, so it
     is declared, not read off the data. Labels are matched exactly (``" Paris"``
-    is not ``"Paris"``).
+    is not ``"Paris"``) unless ``normalize_labels`` is set.
 
     Args:
         values: One label per user: a list or tuple of ``str``, a 1-D numpy
             array of ``str`` (unicode or object dtype), a pandas ``Series``
             (object, string or categorical dtype) or a pyarrow ``Array`` /
-            ``ChunkedArray`` of strings. Integers are labels too (a list of
-            ints, a numpy or Arrow integer array, a pandas integer Series,
+            ``ChunkedArray`` of strings; or a pandas ``DataFrame`` or pyarrow
+            ``Table`` with the values in ``column``. Integers are labels too (a
+            list of ints, a numpy or Arrow integer array, a pandas integer Series,
             nullable ``Int64`` included): each is matched to the label that is
             its decimal text (``7`` to ``"7"``), so they need a domain of integer
             labels (a domain with none is an error). ``None``, NaN and nulls
-            are missing values, which are an error. (Here an integer is always
-            a label; ``ShuffleProtocol.run`` takes a numpy integer array as bin
-            indices.)
-        domain: Every possible label, in bin order.
+            are missing values, which are an error unless ``drop_missing``.
+            (Here an integer is always a label; ``ShuffleProtocol.run`` takes a
+            numpy integer array as bin indices.)
+        domain: Every possible label, in bin order: any ordered collection of
+            labels (a list, a pandas ``Index`` such as ``value_counts().index``
+            or ``Categorical.categories``, a numpy or pyarrow array, ...; see
+            :func:`~shuffledp.data.domains.check_domain`).
+        column: With a frame, the column holding each user's value (not needed
+            when the frame has one column).
         other: Count values outside ``domain`` in this bin (appended to the
             domain if it is not one of its labels) instead of raising.
         infer_domain: Without ``domain``, use the distinct values (sorted
             with :func:`sorted_domain`). The domain then depends on the private
             data and is not covered by the privacy guarantee
             (``domain_source == "inferred-from-data"``).
+        drop_missing: Drop missing values instead of raising; how many is
+            :attr:`EncodedColumn.missing_dropped` (a count of the private data,
+            not for release).
+        normalize_labels: Match values to labels ignoring case and surrounding
+            spaces (both stripped, then case folded:
+            :func:`~shuffledp.data.domains.normalize_label`); the bins keep the
+            declared labels, and two labels that normalize alike are an error.
 
     Returns:
-        The bin index of each value, the domain, and what was adjusted.
+        The bin index of each kept value, the domain, and what was adjusted.
 
     Raises:
         InvalidParameterError: If no domain is given without ``infer_domain``,
-            the domain is malformed, the values are neither text nor
-            integers, or they are integers and the domain has no integer label.
-        DataError: If ``values`` is empty, has a missing value, a value
-            outside the domain (without ``other``), or an inferred domain has
-            a single label.
+            the domain is malformed, ``column`` does not name one column of a
+            frame, the values are neither text nor integers, or they are
+            integers and the domain has no integer label.
+        DataError: If ``values`` is empty, has a missing value (without
+            ``drop_missing``) or nothing but missing values, a value outside
+            the domain (without ``other``), or an inferred domain has a single label.
 
     Example:
         >>> enc = encode_values(["Paris", "Rome", "Paris"], ["Lyon", "Paris", "Rome"])
@@ -703,19 +821,53 @@ def encode_values(
         ([1, 2, 1], [0, 2, 1])
         >>> encode_values(["Paris", "Oslo"], ["Paris", "Rome"], other="Other").domain
         ['Paris', 'Rome', 'Other']
+        >>> encode_values([" paris", "ROME"], ["Paris", "Rome"], normalize_labels=True).indices
+        array([0, 1])
     """
-    encoder = BinEncoder(domain, infer_domain=infer_domain, other=other)
+    check_flag(drop_missing, "drop_missing")
+    where = "the input" if column is None else f"column {column!r}"
+    values = select_column(values, column)
+    encoder = BinEncoder(
+        domain,
+        infer_domain=infer_domain,
+        other=other,
+        where=where,
+        row_label=row_label_of(values),
+        normalize_labels=normalize_labels,
+    )
     chunks = [encoder.encode(batch) for batch in _as_batches(values)]
     if encoder.rows == 0:
         raise DataError("the data have no rows: at least one user is needed")
-    for error in (encoder.missing_error(""), encoder.outside_error()):
+    remedy = Worded(
+        "; drop them with {drop}, which reports how many",
+        drop=Parameter("drop_missing", True),
+    )
+    for error in (
+        None if drop_missing else encoder.missing_error(remedy),
+        encoder.outside_error(),
+    ):
         if error is not None:
             raise error
-    indices, labels = encoder.finish(np.concatenate(chunks))
+    codes = np.concatenate(chunks)
+    notes = encoder.notes()
+    if encoder.missing:
+        codes = codes[codes >= 0]
+        if not len(codes):
+            raise DataError(f"no user is left in {where}: all {encoder.rows:,} values are missing")
+        notes.append(
+            Worded(
+                "{count} missing value(s) in {where} were dropped ({drop})",
+                count=f"{encoder.missing:,}",
+                where=where,
+                drop=Parameter("drop_missing", True),
+            )
+        )
+    indices, labels = encoder.finish(codes)
     return EncodedColumn(
         indices=indices,
         domain=labels,
         domain_source=encoder.domain_source,
         mapped_to_other=encoder.mapped_to_other,
-        notes=tuple(encoder.notes()),
+        notes=tuple(notes),
+        missing_dropped=encoder.missing,
     )

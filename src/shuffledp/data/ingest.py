@@ -14,6 +14,9 @@ on a 2-core VM: 283 MB at 10⁷ rows while pyarrow's read-ahead fills, then 310 
 at both 2.5·10⁷ and 5·10⁷); with one it must find each user among all rows
 first, as :func:`load_values` does.
 
+Both also read a pandas DataFrame or a pyarrow Table already in memory (with
+pyarrow installed), with the same options and checks.
+
 Nothing the file holds is silently dropped or changed: every adjustment is an
 error by default, and when an option allows it, the count is returned and
 described in :attr:`LoadedValues.notes` for the operator.
@@ -21,7 +24,7 @@ described in :attr:`LoadedValues.notes` for the operator.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +37,8 @@ from shuffledp._validation import DataError, InvalidParameterError
 from shuffledp._wording import Parameter, Worded
 from shuffledp.data.domains import check_domain_source
 from shuffledp.data.encoding import DEFAULT_NA_VALUES, INFERRED, BinEncoder
-from shuffledp.data.loaders import ColumnReader
+from shuffledp.data.frames import frame_kind
+from shuffledp.data.loaders import ColumnReader, FrameReader
 from shuffledp.data.users import UserIds, check_per_user
 
 __all__ = [
@@ -56,7 +60,7 @@ class LoadedValues:
         domain: Bin labels (declared, plus the ``other`` label if appended, or inferred).
         domain_source: ``"declared"``, ``"builtin:<name>"``, ``"file"`` or
             ``"inferred-from-data"`` (then the domain is NOT covered by the guarantee).
-        rows_read: Data rows in the file.
+        rows_read: Data rows in the file (or frame).
         missing_dropped: Rows dropped because their value was missing.
         mapped_to_other: Rows whose value was outside the domain, counted in ``other``.
         user_column: The user id column, or ``None``.
@@ -130,7 +134,9 @@ def _check_domain_source(domain_source: str, declared: bool) -> str:
     return check_domain_source(domain_source) if declared else INFERRED
 
 
-def _check_na_values(na_values: Collection[str]) -> tuple[str, ...]:
+def _check_na_values(na_values: Collection[str] | None, in_memory: bool) -> tuple[str, ...]:
+    if na_values is None:  # a file's cells are text; a frame has nulls of its own
+        return () if in_memory else DEFAULT_NA_VALUES
     if isinstance(na_values, str | bytes) or not all(isinstance(v, str) for v in na_values):
         raise InvalidParameterError(
             f"na_values must be a collection of strings (e.g. ['', 'NA']), got {na_values!r}"
@@ -143,10 +149,10 @@ def _row(i: int) -> str:
 
 
 def load_values(
-    path: str | Path,
+    path: str | Path | Any,
     column: str,
     *,
-    domain: Sequence[str] | None = None,
+    domain: Iterable[Any] | None = None,
     domain_source: str = "declared",
     infer_domain: bool = False,
     other: str | None = None,
@@ -154,9 +160,10 @@ def load_values(
     per_user: str = "error",
     delimiter: str | None = None,
     encoding: str = "utf-8",
-    na_values: Collection[str] = DEFAULT_NA_VALUES,
+    na_values: Collection[str] | None = None,
     drop_missing: bool = False,
     drop_missing_ids: bool = False,
+    normalize_labels: bool = False,
     show_progress: bool = True,
     seed: SeedLike = None,
     use_pyarrow: bool | None = None,
@@ -171,11 +178,18 @@ def load_values(
     of ``,`` ``;`` tab ``|`` appears there (outside quotes) it is used; if none
     appears the file has one column; if several appear, give it explicitly.
 
+    A pandas DataFrame or a pyarrow Table in memory is read the same way
+    (with pyarrow installed): its value column may hold text, integers
+    (matched to integer labels, as :func:`~shuffledp.data.encoding.encode_values`
+    does) or categories; its user ids anything with a text form.
+
     Args:
-        path: The data file.
+        path: The data file, or a pandas DataFrame or pyarrow Table.
         column: The column holding each user's value.
-        domain: The public domain: every possible label, in bin order (see
-            :mod:`shuffledp.data.domains`). Required unless ``infer_domain``.
+        domain: The public domain: every possible label, in bin order, as a
+            list or any ordered collection of labels (a pandas ``Index``, a
+            numpy array, ...; see :func:`shuffledp.data.domains.check_domain`).
+            Required unless ``infer_domain``.
         domain_source: Where ``domain`` came from, for the report:
             ``"declared"``, ``"file"`` or ``"builtin:<name>"``.
         infer_domain: Take the domain from the data (sorted distinct values).
@@ -192,12 +206,21 @@ def load_values(
             Rows with a missing value are dropped (``drop_missing``) before this.
         delimiter: CSV field separator (e.g. ``";"``, a tab, ``"|"``).
         encoding: CSV text encoding (e.g. ``"latin-1"``); a UTF-8 byte-order mark is skipped.
-        na_values: Cell texts that mean "missing" (nulls always do). A text that
-            is also a label of the declared domain counts as that label.
+        na_values: Texts that mean "missing" (nulls, ``None`` and NaN always
+            do). A text that is also a label of the declared domain counts as
+            that label. Default: the empty cell, ``NA`` and ``N/A`` in a file
+            (:data:`DEFAULT_NA_VALUES`), none in a frame (whose missing values
+            are nulls).
         drop_missing: Drop rows whose value is missing instead of raising an error.
         drop_missing_ids: With ``user_column``, drop rows whose user id is
             missing (``na_values`` or null) instead of raising an error; they
             belong to no user. Their number is in :attr:`LoadedValues.notes`.
+        normalize_labels: Match values to the domain's labels (and to
+            ``na_values``) ignoring case and surrounding spaces (both stripped,
+            then case folded: :func:`shuffledp.data.domains.normalize_label`).
+            The bins keep the declared labels; two labels that normalize alike
+            are an error. A release should state the rule
+            (:data:`shuffledp.data.encoding.NORMALIZE_LABELS_RULE`).
         show_progress: Show a progress bar when stderr is a terminal.
         seed: Randomness for ``per_user="sample"``.
         use_pyarrow: CSV reader: pyarrow (``True``), the standard library
@@ -228,10 +251,10 @@ def load_values(
 
 
 def load_histogram(
-    path: str | Path,
+    path: str | Path | Any,
     column: str,
     *,
-    domain: Sequence[str] | None = None,
+    domain: Iterable[Any] | None = None,
     domain_source: str = "declared",
     infer_domain: bool = False,
     other: str | None = None,
@@ -239,9 +262,10 @@ def load_histogram(
     per_user: str = "error",
     delimiter: str | None = None,
     encoding: str = "utf-8",
-    na_values: Collection[str] = DEFAULT_NA_VALUES,
+    na_values: Collection[str] | None = None,
     drop_missing: bool = False,
     drop_missing_ids: bool = False,
+    normalize_labels: bool = False,
     show_progress: bool = True,
     seed: SeedLike = None,
     use_pyarrow: bool | None = None,
@@ -268,10 +292,10 @@ def load_histogram(
 
 
 def _load(
-    path: str | Path,
+    path: str | Path | Any,
     column: str,
     *,
-    domain: Sequence[str] | None,
+    domain: Iterable[Any] | None,
     domain_source: str,
     infer_domain: bool,
     other: str | None,
@@ -279,13 +303,14 @@ def _load(
     per_user: str,
     delimiter: str | None,
     encoding: str,
-    na_values: Collection[str],
+    na_values: Collection[str] | None,
     drop_missing: bool,
     drop_missing_ids: bool,
     show_progress: bool,
     seed: SeedLike,
     use_pyarrow: bool | None,
     counts_only: bool,
+    normalize_labels: bool,
 ) -> LoadedValues | LoadedHistogram:
     per_user = check_per_user(per_user)
     if user_column is None and per_user != "error":
@@ -300,17 +325,24 @@ def _load(
         )
     if user_column is not None and user_column == column:
         raise InvalidParameterError(f"user_column and column are the same column {column!r}")
-    na = _check_na_values(na_values)
+    in_memory = frame_kind(path) is not None
+    na = _check_na_values(na_values, in_memory)
     source = _check_domain_source(domain_source, declared=domain is not None)
     columns = [column] if user_column is None else [column, user_column]
-    reader = ColumnReader(
-        path,
-        columns,
-        delimiter=delimiter,
-        encoding=encoding,
-        use_pyarrow=use_pyarrow,
-        show_progress=show_progress,
-    )
+    reader: ColumnReader | FrameReader
+    if in_memory:  # CSV options (delimiter, encoding, reader) do not apply, as for Parquet
+        reader = FrameReader(path, columns)
+        row_label = reader.row_label
+    else:
+        reader = ColumnReader(
+            path,
+            columns,
+            delimiter=delimiter,
+            encoding=encoding,
+            use_pyarrow=use_pyarrow,
+            show_progress=show_progress,
+        )
+        row_label = _row
     where = f"column {column!r} of {reader.path}"
     encoder = BinEncoder(
         domain,
@@ -318,11 +350,12 @@ def _load(
         other=other,
         na_values=na,
         where=where,
-        row_label=_row,
+        row_label=row_label,
+        normalize_labels=normalize_labels,
     )
     ids = None
     if user_column is not None:
-        ids = UserIds(na, where=f"column {user_column!r} of {reader.path}", row_label=_row)
+        ids = UserIds(na, where=f"column {user_column!r} of {reader.path}", row_label=row_label)
     # Without a user column a histogram needs no row codes: count them batch by batch.
     streaming = counts_only and ids is None
     chunks: list[NDArray[np.signedinteger[Any]]] = []
@@ -343,7 +376,7 @@ def _load(
         del codes
     rows_read = encoder.rows
     if rows_read == 0:
-        what = "a header but " if reader.format.kind == "csv" else ""
+        what = "a header but " if reader.layout is not None else ""
         raise DataError(f"{reader.path} has {what}no data rows")
     remedy = Worded(
         "; drop such rows with {drop}, which reports how many",

@@ -14,6 +14,11 @@
   not text are converted to their text form (pyarrow's cast to string, e.g.
   ``1``, ``2.5``, ``true``, ``2020-01-31``) and nulls stay missing.
 
+:class:`FrameReader` does the same for a pandas DataFrame or a pyarrow Table
+already in memory (with pyarrow): the value column as Arrow arrays (text,
+integers or categories, encoded as :func:`shuffledp.data.encoding.encode_values`
+does), user ids as text.
+
 :func:`read_column` returns one column as a list, for small files; use
 :func:`shuffledp.data.ingest.load_values` to encode large ones.
 """
@@ -25,7 +30,7 @@ import importlib
 import io
 import itertools
 import zlib
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Hashable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -35,7 +40,7 @@ import numpy as np
 from shuffledp._optional import require
 from shuffledp._progress import progress_bar
 from shuffledp._validation import DataError, InvalidParameterError
-from shuffledp.data.encoding import DEFAULT_NA_VALUES, TextBatch, describe_missing
+from shuffledp.data.encoding import DEFAULT_NA_VALUES, TextBatch, describe_missing, text_error
 from shuffledp.data.fileformat import (
     CsvLayout,
     FileFormat,
@@ -45,8 +50,9 @@ from shuffledp.data.fileformat import (
     open_binary,
     read_csv_layout,
 )
+from shuffledp.data.frames import describe_frame, frame_kind, row_label_of, select_column
 
-__all__ = ["ColumnReader", "read_column"]
+__all__ = ["ColumnReader", "FrameReader", "arrow_text", "read_column"]
 
 #: Bytes of CSV per pyarrow block (one batch).
 CSV_BLOCK_BYTES = 4 << 20
@@ -206,7 +212,8 @@ class ColumnReader:
                 batches = self._parquet.iter_batches(batch_size=BATCH_ROWS, columns=self.columns)
                 for batch in batches:
                     yield [
-                        _parquet_text(batch.column(name), name, self.path) for name in self.columns
+                        arrow_text(batch.column(name), f"column {name!r} of {self.path}")
+                        for name in self.columns
                     ]
                     bar.update(batch.num_rows)
             except DataError:
@@ -321,8 +328,20 @@ class ColumnReader:
                 raise
 
 
-def _parquet_text(array: Any, name: str, path: Path) -> TextBatch:
-    """Return a Parquet column batch as text (nulls kept), converting other types."""
+def arrow_text(array: Any, where: str) -> TextBatch:
+    """Return an Arrow array as text (nulls kept), converting other types to their text form.
+
+    Strings and dictionaries of strings stay as they are; other types go
+    through pyarrow's cast to string (``1``, ``2.5``, ``true``, ``2020-01-31``),
+    which keeps distinct values distinct within a column.
+
+    Args:
+        array: The Arrow array.
+        where: What it is, for messages (``"column 'user' of data.parquet"``).
+
+    Raises:
+        DataError: If the values are nested (lists, structs) or cannot be cast to text.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -333,15 +352,80 @@ def _parquet_text(array: Any, name: str, path: Path) -> TextBatch:
         values = array.dictionary
         if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
             return array
-        return pa.DictionaryArray.from_arrays(array.indices, _parquet_text(values, name, path))
+        return pa.DictionaryArray.from_arrays(array.indices, arrow_text(values, where))
     if pa.types.is_nested(kind):
-        raise DataError(f"column {name!r} of {path} holds {kind} values, not single values")
+        raise DataError(f"{where} holds {kind} values, not single values")
     try:
         return pc.cast(array, pa.string())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise DataError(
-            f"column {name!r} of {path} ({kind}) cannot be read as text: {_one_line(str(exc))}"
-        ) from None
+        raise DataError(f"{where} ({kind}) cannot be read as text: {_one_line(str(exc))}") from None
+
+
+class FrameReader:
+    """Stream some columns of a pandas DataFrame or a pyarrow Table as aligned Arrow batches.
+
+    The in-memory counterpart of :class:`ColumnReader` (same iteration, same
+    attributes as far as they apply): the first column (the values) is
+    yielded as Arrow arrays of its own type, text, integers or categories,
+    which :class:`~shuffledp.data.encoding.BinEncoder` encodes as
+    :func:`~shuffledp.data.encoding.encode_values` does (floats are refused,
+    not cast: ``1.0`` is no label); every other column (user ids) as text
+    (:func:`arrow_text`).
+
+    Args:
+        frame: A pandas DataFrame or a pyarrow Table or RecordBatch.
+        columns: Names of the columns to read (the value column first).
+
+    Attributes:
+        path: What messages call the frame (``"the DataFrame"``).
+        layout: ``None`` (no CSV header).
+        notes: Statements of what was detected on the user's behalf (none).
+
+    Raises:
+        InvalidParameterError: If a column is not in the frame (or named
+            twice), or the value column holds neither text nor integers.
+        MissingExtraError: If pyarrow is not installed.
+    """
+
+    layout: CsvLayout | None = None
+
+    def __init__(self, frame: Any, columns: Sequence[Hashable]) -> None:
+        pa = require("pyarrow", extra="parquet")
+        if frame_kind(frame) is None:
+            raise InvalidParameterError(
+                f"expected a pandas DataFrame or a pyarrow Table, got {type(frame).__name__}"
+            )
+        self.path = describe_frame(frame)
+        self.notes: list[str] = []
+        self.columns = list(columns)
+        self._arrays: list[Any] = []
+        for position, column in enumerate(self.columns):
+            selected = select_column(frame, column)
+            where = f"column {column!r} of {self.path}"
+            try:
+                array = pa.array(selected, from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                if position == 0:
+                    raise text_error(
+                        f"{where}, which pyarrow cannot read as one type ({_one_line(str(exc))})"
+                    ) from None
+                raise DataError(
+                    f"{where} mixes types pyarrow cannot read as one ({_one_line(str(exc))}): "
+                    "give user ids of one type"
+                ) from None
+            if isinstance(array, pa.ChunkedArray):
+                array = array.combine_chunks()
+            self._arrays.append(array if position == 0 else arrow_text(array, where))
+        self.row_label = row_label_of(select_column(frame, self.columns[0]))
+
+    @property
+    def rows_total(self) -> int:
+        """Number of rows."""
+        return len(self._arrays[0]) if self._arrays else 0
+
+    def __iter__(self) -> Iterator[list[TextBatch]]:
+        for start in range(0, self.rows_total, BATCH_ROWS):
+            yield [array.slice(start, BATCH_ROWS) for array in self._arrays]
 
 
 def read_column(

@@ -23,12 +23,12 @@ the shuffler, on the encryption alone (it only sees ciphertexts).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, overload
 
 from shuffledp._rng import SeedLike, make_rng
-from shuffledp._validation import InvalidParameterError, check_int
+from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon, check_int
 from shuffledp.accounting.certificates.augmented import (
     VARIANTS,
     DummyLaw,
@@ -49,6 +49,7 @@ from shuffledp.central import discrete_laplace_std
 from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import PrivacyReport
 from shuffledp.protocols.base import (
+    CalibratedOnRun,
     CalibratedProtocol,
     DomainSpec,
     IntArray,
@@ -359,7 +360,7 @@ class AugmentedProtocol(CalibratedProtocol[AugmentedCalibration, AugmentedRandom
     name: ClassVar[str] = "augmented"
 
     def __init__(
-        self, calibration: AugmentedCalibration, *, labels: Sequence[str] | None = None
+        self, calibration: AugmentedCalibration, *, labels: Iterable[Any] | None = None
     ) -> None:
         super().__init__(calibration, labels=labels)
         self.client = AugmentedClient(calibration.domain_size)
@@ -374,6 +375,7 @@ class AugmentedProtocol(CalibratedProtocol[AugmentedCalibration, AugmentedRandom
             calibration.noise_variance,
         )
 
+    @overload
     @classmethod
     def calibrated(
         cls,
@@ -387,7 +389,38 @@ class AugmentedProtocol(CalibratedProtocol[AugmentedCalibration, AugmentedRandom
         nu: int | None = None,
         trials: int | None = None,
         calibration: Calibration = "exact",
-    ) -> AugmentedProtocol:
+    ) -> AugmentedProtocol: ...
+
+    @overload
+    @classmethod
+    def calibrated(
+        cls,
+        n: None,
+        domain: DomainSpec,
+        epsilon: float,
+        delta: float,
+        *,
+        beta: float | None = None,
+        variant: Variant = "sageo",
+        nu: int | None = None,
+        trials: int | None = None,
+        calibration: Calibration = "exact",
+    ) -> CalibratedOnRun[AugmentedProtocol]: ...
+
+    @classmethod
+    def calibrated(
+        cls,
+        n: int | None,
+        domain: DomainSpec,
+        epsilon: float,
+        delta: float,
+        *,
+        beta: float | None = None,
+        variant: Variant = "sageo",
+        nu: int | None = None,
+        trials: int | None = None,
+        calibration: Calibration = "exact",
+    ) -> AugmentedProtocol | CalibratedOnRun[AugmentedProtocol]:
         """Return a protocol calibrated by :func:`calibrate_augmented` for a target (ε, δ).
 
         >>> AugmentedProtocol.calibrated(n=10_000, domain=100, epsilon=1.0, delta=1e-6,
@@ -395,7 +428,10 @@ class AugmentedProtocol(CalibratedProtocol[AugmentedCalibration, AugmentedRandom
         25
 
         Args:
-            n: Number of users.
+            n: Number of users, or ``None`` to calibrate for the number of
+                users in the data each run is given (a
+                :class:`~shuffledp.protocols.base.CalibratedOnRun`; its runs
+                report the calibration at that number).
             domain: The public domain: its size d, or its labels in bin order.
             epsilon: Target ε.
             delta: Target δ.
@@ -405,10 +441,19 @@ class AugmentedProtocol(CalibratedProtocol[AugmentedCalibration, AugmentedRandom
             trials: A fixed SBin M to certify.
             calibration: ``"exact"`` or ``"paper"`` (SAGeo).
         """
+        if n is None:  # what can be checked before the data come: now
+            check_epsilon(epsilon)
+            check_delta(delta)
+            check_variant(variant)
+            if calibration not in AUGMENTED_CALIBRATIONS:
+                raise InvalidParameterError(
+                    f"calibration must be 'exact' or 'paper', got {calibration!r}"
+                )
         return cls._on_domain(
             domain,
-            lambda d: calibrate_augmented(
-                n,
+            n,
+            lambda users, d: calibrate_augmented(
+                users,
                 d,
                 epsilon,
                 delta,

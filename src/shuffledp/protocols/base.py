@@ -9,16 +9,21 @@ runs on two paths that must agree in distribution:
 
 What the protocols built from one calibration object share (FLIP, k-RR,
 correlated, augmented) is here too: :class:`CalibratedProtocol` (the domain
-and its labels, the count path, the report), :func:`certified_report` (the
-calibration's privacy report), :func:`check_target` and :func:`check_size`
-(the calibration's arguments) and :func:`fixed_guarantee` (what hand-picked
-parameters certify at a given ε or δ).
+and its labels, the count path, the report), :class:`CalibratedOnRun` (such a
+protocol built with ``n=None``: calibrated for the number of users each run's
+data hold), :func:`certified_report` (the calibration's privacy report),
+:func:`check_target` and :func:`check_size` (the calibration's arguments) and
+:func:`fixed_guarantee` (what hand-picked parameters certify at a given ε or δ).
+
+The users' values come in as bin indices, as labels (a list, a numpy array, a
+pandas Series, a pyarrow array) or as a column of a pandas DataFrame or a
+pyarrow Table (:func:`prepare_values`).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
 
@@ -31,58 +36,285 @@ from shuffledp._validation import (
     InvalidParameterError,
     check_delta,
     check_epsilon,
+    check_flag,
     check_int,
 )
+from shuffledp._wording import Parameter, Worded
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.data.checks import check_values
+from shuffledp.data.frames import select_column
 from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 from shuffledp.shuffler.uniform import UniformShuffler
 
 __all__ = [
+    "CalibratedOnRun",
     "CalibratedParameters",
     "CalibratedProtocol",
     "CountSampler",
     "DomainSpec",
     "ExecutionPath",
+    "PreparedValues",
     "ProtocolRun",
     "ShuffleProtocol",
+    "ValuesAre",
     "certified_report",
+    "check_one_target",
     "check_size",
     "check_target",
     "fixed_guarantee",
+    "prepare_values",
     "resolve_domain",
 ]
 
 ExecutionPath = Literal["message", "count"]
 IntArray = NDArray[np.int64]
+#: What ``run``'s values are: bin indices, labels, or ``None`` to tell by their type.
+ValuesAre = Literal["indices", "labels"]
 
-#: A domain given as its size d (values are bin indices 0..d−1) or as its labels, in bin order
-#: (integer labels stand for their decimal text).
-DomainSpec = int | Sequence[str | int]
+#: A domain given as its size d (values are bin indices 0..d−1) or as its labels, in bin order:
+#: a list or any ordered collection of labels (a pandas Index, a numpy or pyarrow array, ...;
+#: see :func:`shuffledp.data.domains.check_domain`); integer labels stand for their decimal text.
+DomainSpec = int | Iterable[Any]
 
 
 def resolve_domain(domain: DomainSpec, name: str = "domain") -> tuple[int, tuple[str, ...] | None]:
     """Return (d, labels) for a domain given as a size or as labels.
 
     The domain is public: every client needs it to randomize, so it must come
-    from the analyst's declaration, never from the private data. Integer labels
-    stand for their decimal text (``[1, 2, 10]`` is ``("1", "2", "10")``).
+    from the analyst's declaration, never from the private data. Labels are
+    any ordered collection (a list, ``value_counts().index``,
+    ``Categorical.categories``, a numpy or pyarrow array, a generator);
+    integer labels stand for their decimal text (``[1, 2, 10]`` is
+    ``("1", "2", "10")``), and anything else that is not text is refused
+    (:func:`shuffledp.data.domains.check_domain`).
 
     Raises:
         InvalidParameterError: If the size is not an integer ≥ 2 or the labels
-            are not distinct strings (at least two).
+            are not distinct strings or integers (at least two).
     """
-    if isinstance(domain, (int, np.integer)) and not isinstance(domain, bool):
-        return check_int(domain, name, minimum=2), None
-    if isinstance(domain, (str, bytes)) or not isinstance(domain, Sequence):
+    if isinstance(domain, bool):
         raise InvalidParameterError(
-            f"{name} must be the number of bins or a sequence of bin labels, got {domain!r}"
+            f"{name} must be the number of bins or the bin labels, got {domain!r}"
         )
+    if isinstance(domain, (int, np.integer)):
+        return check_int(domain, name, minimum=2), None
     from shuffledp.data.domains import check_domain
 
     labels = tuple(check_domain(domain, name))
     return len(labels), labels
+
+
+@dataclass(frozen=True)
+class PreparedValues:
+    """The users' bin indices, with what preparing them applied and adjusted.
+
+    Attributes:
+        indices: One bin index per user (missing values dropped, if asked).
+        release_notes: The rules applied (``drop_missing``, ``normalize_labels``),
+            without any count: what a release may state.
+        not_covered: What a release shows that the guarantee does not cover
+            because of those rules.
+        operator_notes: What encoding adjusted, with counts: statistics of the
+            private data, for the data owner only.
+        missing_dropped: Missing values dropped (``drop_missing=True``); a
+            count of the private data, not for release.
+    """
+
+    indices: IntArray
+    release_notes: tuple[str, ...] = ()
+    not_covered: tuple[str, ...] = ()
+    operator_notes: tuple[str, ...] = ()
+    missing_dropped: int = 0
+
+
+#: ``drop_missing=True``'s statements: a rule for ``notes`` and what the guarantee leaves out.
+#: Both are stated whenever the option is given, so that a release does not say whether any
+#: value was missing.
+DROP_MISSING_RULE = Worded(
+    "values that were missing were dropped ({drop}); their number is not released",
+    drop=Parameter("drop_missing", True),
+)
+DROP_MISSING_NOT_COVERED = Worded(
+    "which users have no value: missing values were dropped before the run ({drop}), so n "
+    "counts only users with a value",
+    drop=Parameter("drop_missing", True),
+)
+
+
+def prepare_values(
+    values: Any,
+    *,
+    labels: Sequence[str] | None,
+    domain_size: int,
+    column: Hashable | None = None,
+    drop_missing: bool = False,
+    normalize_labels: bool = False,
+    values_are: ValuesAre | None = None,
+) -> PreparedValues:
+    """Return the users' values as bin indices: what :meth:`ShuffleProtocol.run` runs on.
+
+    Args:
+        values: Bin indices or labels, one per user, or a pandas DataFrame /
+            pyarrow Table holding them in ``column`` (see :meth:`ShuffleProtocol.run`).
+        labels: The domain's labels in bin order (``None``: a size-only domain,
+            so labels cannot be encoded).
+        domain_size: d.
+        column: A frame's column of values (``None``: its only column).
+        drop_missing: Drop missing values instead of refusing them.
+        normalize_labels: Match labels ignoring case and surrounding spaces.
+        values_are: ``"indices"``, ``"labels"``, or ``None`` to tell by type
+            (a numpy integer array or a list of ints is indices).
+
+    Raises:
+        InvalidParameterError: On a bad option, or ``normalize_labels`` with bin indices.
+        DataError: As :meth:`ShuffleProtocol.run`.
+    """
+    check_flag(drop_missing, "drop_missing")
+    check_flag(normalize_labels, "normalize_labels")
+    if values_are not in (None, "indices", "labels"):
+        raise InvalidParameterError(
+            f"values_are must be 'indices', 'labels' or None (tell by type), got {values_are!r}"
+        )
+    selected = select_column(values, column)
+    rules: list[str] = []
+    not_covered: list[str] = []
+    if drop_missing:
+        rules.append(DROP_MISSING_RULE)
+        not_covered.append(DROP_MISSING_NOT_COVERED)
+    if values_are == "indices" or (values_are is None and _looks_like_indices(selected)):
+        if normalize_labels:
+            raise InvalidParameterError(
+                "normalize_labels=True matches labels, but the values are bin indices "
+                "(a numpy integer array or a list of ints, or values_are='indices'): give "
+                "the labels, or leave normalize_labels out"
+            )
+        if values_are is None:
+            _refuse_ambiguous_integers(labels)
+        indices = _check_indices(np.asarray(selected), domain_size)
+        return PreparedValues(indices, tuple(rules), tuple(not_covered))
+    if labels is None:
+        raise DataError(
+            "values are labels, so the public domain is needed to encode them: pass "
+            "domain=[...] (all labels, in bin order) or build the protocol with the labels"
+        )
+    from shuffledp.data.encoding import NORMALIZE_LABELS_RULE, encode_values
+
+    encoded = encode_values(
+        values,
+        labels,
+        column=column,
+        drop_missing=drop_missing,
+        normalize_labels=normalize_labels,
+    )
+    if normalize_labels:
+        rules.append(NORMALIZE_LABELS_RULE)
+    return PreparedValues(
+        encoded.indices,
+        release_notes=tuple(rules),
+        not_covered=tuple(not_covered),
+        operator_notes=encoded.notes,
+        missing_dropped=encoded.missing_dropped,
+    )
+
+
+def _looks_like_indices(values: Any) -> bool:
+    """Whether ``values`` are bin indices by their type: a numpy integer array or a list of ints."""
+    if isinstance(values, np.ndarray):
+        return bool(np.issubdtype(values.dtype, np.integer))
+    return (
+        isinstance(values, list)
+        and bool(values)
+        and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values[:1000])
+    )
+
+
+def _refuse_ambiguous_integers(labels: Sequence[str] | None) -> None:
+    """Refuse integers when the domain's labels are integers other than 0, 1, …, d − 1.
+
+    An integer array means bin indices; with labels like 1 … 10 the same
+    numbers could be meant as labels, and reading them as positions would
+    shift every value by one bin without a word.
+    """
+    from shuffledp.data.encoding import is_integer_label
+
+    if labels is None or list(labels) == [str(i) for i in range(len(labels))]:
+        return
+    if not all(is_integer_label(label) for label in labels):
+        return  # integers as labels could not match them all: they can only be indices
+    raise DataError(
+        Worded(
+            "values are integers and the domain's labels are integers too ({first}, {second}, "
+            "...), which is ambiguous: an integer array holds bin indices (0 for the first "
+            "label). Say which with {labels_} (each integer is matched to the label that is its "
+            "decimal text) or {indices}, or pass the values as labels (a pandas Series, a "
+            "pyarrow array or text)",
+            first=repr(labels[0]),
+            second=repr(labels[1]),
+            labels_=Parameter("values_are", "labels"),
+            indices=Parameter("values_are", "indices"),
+        )
+    )
+
+
+def _check_indices(values: NDArray[Any], domain_size: int) -> IntArray:
+    """Bin indices, with what an integer array means in the error when one is out of range."""
+    try:
+        return check_values(values, domain_size)
+    except DataError as exc:
+        raise DataError(
+            f"{exc}; a numpy integer array (or a list of ints) holds bin indices, positions "
+            f"0 to {domain_size - 1} of the domain, not labels: to give integer labels, "
+            "pass values_are='labels', or pass them as a pandas Series or a pyarrow array "
+            "(or as text)"
+        ) from None
+
+
+def run_labels(
+    labels: tuple[str, ...] | None, domain_size: int, domain: Iterable[Any] | None
+) -> list[str] | None:
+    """The labels a run encodes with: ``domain`` if given (it must agree), else ``labels``.
+
+    Raises:
+        DataError: If ``domain`` has another size than ``domain_size`` or
+            differs from ``labels``.
+        InvalidParameterError: If ``domain`` is not a valid domain.
+    """
+    if domain is None:
+        return None if labels is None else list(labels)
+    size, given = resolve_domain(domain)
+    if size != domain_size:
+        raise DataError(f"domain has {size} labels, expected {domain_size}")
+    if labels is not None and given != labels:
+        raise DataError("domain differs from the labels the protocol was built with")
+    return None if given is None else list(given)
+
+
+def _checked_histogram(histogram: Any, domain_size: int) -> tuple[IntArray, int]:
+    """Return the users per bin as int64 and their total, after checking their shape and sign.
+
+    Raises:
+        InvalidParameterError: Unless ``histogram`` is ``domain_size`` non-negative integers.
+    """
+    counts = np.asarray(histogram)
+    if (
+        counts.ndim != 1
+        or counts.shape[0] != domain_size
+        or not np.issubdtype(counts.dtype, np.integer)
+        or (counts.size and int(counts.min()) < 0)
+    ):
+        raise InvalidParameterError(
+            f"histogram must hold {domain_size} non-negative integer counts (one per "
+            f"bin), got {counts.dtype} of shape {counts.shape}"
+        )
+    total = sum(counts.tolist())  # Python integers: a numpy sum wraps around silently
+    return counts.astype(np.int64), total
+
+
+def _check_path(path: object) -> ExecutionPath:
+    if path not in ("message", "count"):
+        raise InvalidParameterError(f"path must be 'message' or 'count', got {path!r}")
+    return path
 
 
 @dataclass(frozen=True)
@@ -96,6 +328,13 @@ class ProtocolRun:
         path: ``"message"`` or ``"count"``.
         messages: Number of messages the users sent.
         statistic: The analyzer's input (e.g. message counts per bin).
+        release_notes: The rules applied to the input (``drop_missing``,
+            ``normalize_labels``), without any count: what a release states.
+        operator_notes: What encoding the input adjusted, with counts (values
+            dropped as missing, ...): statistics of the private data, for the
+            data owner; never release them.
+        missing_dropped: Values dropped as missing (``drop_missing=True``);
+            like ``operator_notes``, not for release.
     """
 
     protocol: str
@@ -104,6 +343,9 @@ class ProtocolRun:
     path: ExecutionPath
     messages: int
     statistic: IntArray
+    release_notes: tuple[str, ...] = ()
+    operator_notes: tuple[str, ...] = ()
+    missing_dropped: int = 0
 
     @property
     def messages_per_user(self) -> float:
@@ -158,9 +400,13 @@ class ShuffleProtocol(ABC):
         self,
         values: Any,
         *,
+        column: Hashable | None = None,
         path: ExecutionPath = "message",
         seed: SeedLike = None,
-        domain: Sequence[str] | None = None,
+        domain: Iterable[Any] | None = None,
+        drop_missing: bool = False,
+        normalize_labels: bool = False,
+        values_are: ValuesAre | None = None,
     ) -> ProtocolRun:
         """Execute the protocol on one value per user.
 
@@ -173,44 +419,88 @@ class ShuffleProtocol(ABC):
                 a numpy string array, a pandas Series or a pyarrow array, of text
                 or of integers (an integer is matched to the label that is its
                 decimal text, so a pandas column of integers needs a domain of
-                integer labels).
+                integer labels). A pandas DataFrame or a pyarrow Table gives its
+                ``column`` (or its only column).
+            column: With a frame, the column holding each user's value.
             path: ``"message"`` (real messages, real shuffle) or ``"count"``.
             seed: ``None`` for OS entropy and a cryptographically secure shuffle;
                 an int for a reproducible run (seeded shuffle).
             domain: Bin labels, in bin order; defaults to the labels the protocol
                 was built with. Needed when ``values`` are labels.
+            drop_missing: Drop missing values (``None``, NaN, nulls) instead of
+                refusing them. The report then says that n counts only users
+                with a value (``privacy.not_covered``) and the run's
+                ``release_notes`` state the rule; how many were dropped is
+                :attr:`ProtocolRun.missing_dropped`, for the data owner only.
+            normalize_labels: Match labels ignoring case and surrounding spaces
+                (``"Android "`` counts in the bin ``"android"``); stated in the
+                run's ``release_notes``. Two domain labels that differ only so
+                are an error.
+            values_are: ``"indices"`` or ``"labels"`` to say what ``values``
+                hold; ``None`` (default) tells by type as above, and refuses
+                integers when the domain's labels are integers too.
 
         Raises:
             DataError: If the number of users differs from the calibrated ``n``
-                (the guarantee depends on it), a value is outside the domain, or
-                labels are given without a domain.
+                (the guarantee depends on it: build the protocol with
+                ``n=None`` to calibrate for the data), a value is outside the
+                domain or missing (without ``drop_missing``), or labels are
+                given without a domain.
+            InvalidParameterError: On a bad option or ``column``.
         """
-        labels = self._run_labels(domain)
-        arr = self._as_indices(values, labels)
+        path = _check_path(path)
+        labels = run_labels(self.labels, self.domain_size, domain)
+        prepared = prepare_values(
+            values,
+            labels=labels,
+            domain_size=self.domain_size,
+            column=column,
+            drop_missing=drop_missing,
+            normalize_labels=normalize_labels,
+            values_are=values_are,
+        )
+        return self.run_prepared(prepared, labels, path=path, seed=seed)
+
+    def run_prepared(
+        self,
+        prepared: PreparedValues,
+        labels: Sequence[str] | None,
+        *,
+        path: ExecutionPath = "message",
+        seed: SeedLike = None,
+    ) -> ProtocolRun:
+        """Execute the protocol on values already prepared by :func:`prepare_values`.
+
+        Raises:
+            DataError: If the number of users differs from the calibrated ``n``.
+        """
+        path = _check_path(path)
+        arr = prepared.indices
         if arr.shape[0] != self.n:
             raise DataError(
-                f"the protocol was calibrated for n={self.n} users but got {arr.shape[0]} values"
+                f"the protocol was calibrated for n={self.n} users but got {arr.shape[0]} "
+                "values; the guarantee holds for n users only: calibrate for these data "
+                "(build the protocol with n=None to calibrate for the users each run's data hold)"
             )
+        label_list = None if labels is None else list(labels)
         if path == "count":
             histogram = np.bincount(arr, minlength=self.domain_size).astype(np.int64)
             del arr
-            return self._run_count_path(histogram, labels, seed)
-        if path != "message":
-            raise InvalidParameterError(f"path must be 'message' or 'count', got {path!r}")
+            return self._run_count_path(histogram, label_list, seed, prepared)
         # Independent streams for the randomizers and the shuffle (None: OS entropy for
         # the randomizers, the cryptographic shuffle).
         randomize_seed, shuffle_seed = child_seeds(seed, 2)
         batch = self.randomize(arr, make_rng(randomize_seed))
         shuffled = UniformShuffler().shuffle(batch, seed=shuffle_seed)
         statistic = self.statistic_from_messages(shuffled)
-        return self._finish(statistic, labels, path, len(batch), seed)
+        return self._finish(statistic, label_list, path, len(batch), seed, prepared)
 
     def run_counts(
         self,
         histogram: Any,
         *,
         seed: SeedLike = None,
-        domain: Sequence[str] | None = None,
+        domain: Iterable[Any] | None = None,
     ) -> ProtocolRun:
         """Execute the count-level path from the true histogram (users per bin).
 
@@ -230,32 +520,25 @@ class ShuffleProtocol(ABC):
                 non-negative integers.
             DataError: If its total differs from the calibrated ``n``.
         """
-        labels = self._run_labels(domain)
-        counts = np.asarray(histogram)
-        if (
-            counts.ndim != 1
-            or counts.shape[0] != self.domain_size
-            or not np.issubdtype(counts.dtype, np.integer)
-            or (counts.size and int(counts.min()) < 0)
-        ):
-            raise InvalidParameterError(
-                f"histogram must hold {self.domain_size} non-negative integer counts (one per "
-                f"bin), got {counts.dtype} of shape {counts.shape}"
-            )
-        total = sum(counts.tolist())  # Python integers: a numpy sum wraps around silently
+        labels = run_labels(self.labels, self.domain_size, domain)
+        counts, total = _checked_histogram(histogram, self.domain_size)
         if total != self.n:
             raise DataError(
                 f"the protocol was calibrated for n={self.n} users but the histogram counts {total}"
             )
-        return self._run_count_path(counts.astype(np.int64), labels, seed)
+        return self._run_count_path(counts, labels, seed)
 
     def _run_count_path(
-        self, histogram: IntArray, labels: list[str] | None, seed: SeedLike
+        self,
+        histogram: IntArray,
+        labels: list[str] | None,
+        seed: SeedLike,
+        prepared: PreparedValues | None = None,
     ) -> ProtocolRun:
         """The count-level path from the true histogram: the randomizers' stream of ``seed``."""
         randomize_seed, _ = child_seeds(seed, 2)  # the stream the message path's randomizers use
         statistic = self.sample_statistic(histogram, make_rng(randomize_seed))
-        return self._finish(statistic, labels, "count", self.messages_in(statistic), seed)
+        return self._finish(statistic, labels, "count", self.messages_in(statistic), seed, prepared)
 
     def _finish(
         self,
@@ -264,10 +547,15 @@ class ShuffleProtocol(ABC):
         path: ExecutionPath,
         messages: int,
         seed: SeedLike,
+        prepared: PreparedValues | None = None,
     ) -> ProtocolRun:
         privacy = self.privacy_report()
         if seed is not None:  # a seeded run says so in its report
             privacy = privacy.with_context(not_covered=(SEEDED_NOT_COVERED,))
+        if prepared is None:
+            prepared = PreparedValues(np.empty(0, dtype=np.int64))
+        if prepared.not_covered:
+            privacy = privacy.with_context(not_covered=prepared.not_covered)
         return ProtocolRun(
             protocol=self.name,
             estimate=self.estimate(statistic, labels),
@@ -275,71 +563,10 @@ class ShuffleProtocol(ABC):
             path=path,
             messages=messages,
             statistic=statistic,
+            release_notes=prepared.release_notes,
+            operator_notes=prepared.operator_notes,
+            missing_dropped=prepared.missing_dropped,
         )
-
-    def _run_labels(self, domain: Sequence[str] | None) -> list[str] | None:
-        if domain is None:
-            return None if self.labels is None else list(self.labels)
-        size, labels = resolve_domain(list(domain))
-        if size != self.domain_size:
-            raise DataError(f"domain has {size} labels, expected {self.domain_size}")
-        if self.labels is not None and labels != self.labels:
-            raise DataError("domain differs from the labels the protocol was built with")
-        return None if labels is None else list(labels)
-
-    def _as_indices(self, values: Any, labels: list[str] | None) -> IntArray:
-        if isinstance(values, np.ndarray) and np.issubdtype(values.dtype, np.integer):
-            self._refuse_ambiguous_integers(labels)
-            return self._check_indices(values)
-        if (
-            isinstance(values, list)
-            and values
-            and all(
-                isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values[:1000]
-            )
-        ):
-            self._refuse_ambiguous_integers(labels)
-            return self._check_indices(np.asarray(values))
-        if labels is None:
-            raise DataError(
-                "values are labels, so the public domain is needed to encode them: pass "
-                "domain=[...] (all labels, in bin order) or build the protocol with the labels"
-            )
-        from shuffledp.data.encoding import encode_values
-
-        return encode_values(values, labels).indices
-
-    @staticmethod
-    def _refuse_ambiguous_integers(labels: list[str] | None) -> None:
-        """Refuse integers when the domain's labels are integers other than 0, 1, …, d − 1.
-
-        An integer array means bin indices; with labels like 1 … 10 the same
-        numbers could be meant as labels, and reading them as positions would
-        shift every value by one bin without a word.
-        """
-        from shuffledp.data.encoding import is_integer_label
-
-        if labels is None or labels == [str(i) for i in range(len(labels))]:
-            return
-        if not all(is_integer_label(label) for label in labels):
-            return  # integers as labels could not match them all: they can only be indices
-        raise DataError(
-            f"values are integers and the domain's labels are integers too "
-            f"({labels[0]!r}, {labels[1]!r}, ...), which is ambiguous: an integer array holds "
-            "bin indices (0 for the first label). Pass the values as labels (a pandas Series, "
-            "a pyarrow array or text), or convert them to indices first"
-        )
-
-    def _check_indices(self, values: NDArray[Any]) -> IntArray:
-        """Bin indices, with what an integer array means in the error when one is out of range."""
-        try:
-            return check_values(values, self.domain_size)
-        except DataError as exc:
-            raise DataError(
-                f"{exc}; a numpy integer array (or a list of ints) holds bin indices, positions "
-                f"0 to {self.domain_size - 1} of the domain, not labels: to give integer labels, "
-                "pass them as a pandas Series or a pyarrow array (or as text)"
-            ) from None
 
 
 class CalibratedParameters(Protocol):
@@ -410,7 +637,7 @@ class CalibratedProtocol(ShuffleProtocol, Generic[CalibrationT, RandomizerT]):
     calibration: CalibrationT
     randomizer: RandomizerT
 
-    def __init__(self, calibration: CalibrationT, *, labels: Sequence[str] | None = None) -> None:
+    def __init__(self, calibration: CalibrationT, *, labels: Iterable[Any] | None = None) -> None:
         self.calibration = calibration
         self.n = calibration.n
         self.domain_size = calibration.domain_size
@@ -424,17 +651,30 @@ class CalibratedProtocol(ShuffleProtocol, Generic[CalibrationT, RandomizerT]):
 
     @classmethod
     def _on_domain(
-        cls, domain: DomainSpec, calibrate: Callable[[int], CalibrationT], **options: Any
-    ) -> Self:
-        """Build the protocol on a public domain: ``calibrate(d)``, then its labels.
+        cls,
+        domain: DomainSpec,
+        n: int | None,
+        calibrate: Callable[[int, int], CalibrationT],
+        **options: Any,
+    ) -> Self | CalibratedOnRun[Self]:
+        """Build the protocol on a public domain: ``calibrate(n, d)``, then its labels.
 
         Args:
             domain: The public domain: its size d, or its labels in bin order.
-            calibrate: The calibration for a domain of d bins.
+            n: Number of users, or ``None`` to calibrate for the users each
+                run's data hold (a :class:`CalibratedOnRun`).
+            calibrate: The calibration for n users and a domain of d bins.
             options: The subclass's other constructor arguments.
         """
         size, labels = resolve_domain(domain)
-        return cls(calibrate(size), labels=labels, **options)
+        if n is None:
+            return CalibratedOnRun(
+                lambda users: cls(calibrate(users, size), labels=labels, **options),
+                name=cls.name,
+                domain_size=size,
+                labels=labels,
+            )
+        return cls(calibrate(n, size), labels=labels, **options)
 
     def sample_statistic(self, histogram: IntArray, seed: SeedLike = None) -> IntArray:
         """The statistic drawn from its exact law given the true histogram (count-level path)."""
@@ -447,6 +687,114 @@ class CalibratedProtocol(ShuffleProtocol, Generic[CalibrationT, RandomizerT]):
     def messages_in(self, statistic: IntArray) -> int:
         """Every message adds one to one count, so the counts sum to the messages."""
         return int(np.sum(statistic))
+
+
+ProtocolT = TypeVar("ProtocolT", bound=ShuffleProtocol)
+
+
+class CalibratedOnRun(Generic[ProtocolT]):
+    """A protocol calibrated for the number of users in the data each run is given.
+
+    What ``calibrated(n=None, ...)`` and ``from_parameters(n=None, ...)`` of
+    FLIP, k-RR, correlated and augmented return: the public domain and the
+    target (ε, δ) (or the hand-picked parameters) are fixed, and n is left to
+    the data. Each :meth:`run` prepares the values (missing ones dropped if
+    asked), counts the users n, builds the protocol for exactly n users with
+    :meth:`for_users` (the same calibration as ``calibrated(n, ...)``) and runs
+    it: the run's report is the guarantee certified at that n, for the target
+    (ε, δ) the caller asked for. No certificate is carried over from one n to
+    another.
+
+    n itself is part of the release (``estimate.n``), as with a protocol built
+    for a given n; with ``drop_missing`` it counts only the users with a value,
+    which the report states.
+
+    Args:
+        build: The protocol for n users (its calibration at n).
+        name: The protocol's name.
+        domain_size: d.
+        labels: The public domain's labels (``None``: bin indices only).
+    """
+
+    def __init__(
+        self,
+        build: Callable[[int], ProtocolT],
+        *,
+        name: str,
+        domain_size: int,
+        labels: tuple[str, ...] | None,
+    ) -> None:
+        self._build = build
+        self._last: ProtocolT | None = None
+        self.name = name
+        self.domain_size = domain_size
+        self.labels = labels
+
+    def for_users(self, n: int) -> ProtocolT:
+        """Return the protocol calibrated for ``n`` users (the last one built is kept).
+
+        Raises:
+            InvalidParameterError: If n is not a positive integer, or the
+                calibration fails at n (e.g. no parameter meets the target).
+        """
+        n = check_int(n, "n", minimum=1)
+        if self._last is None or self._last.n != n:
+            self._last = self._build(n)
+        return self._last
+
+    def run(
+        self,
+        values: Any,
+        *,
+        column: Hashable | None = None,
+        path: ExecutionPath = "message",
+        seed: SeedLike = None,
+        domain: Iterable[Any] | None = None,
+        drop_missing: bool = False,
+        normalize_labels: bool = False,
+        values_are: ValuesAre | None = None,
+    ) -> ProtocolRun:
+        """Calibrate for the users in ``values``, then run: see :meth:`ShuffleProtocol.run`.
+
+        The values are prepared first (encoded, missing ones dropped with
+        ``drop_missing``); n is the number of users left, and the report is
+        the certificate at that n.
+        """
+        path = _check_path(path)
+        labels = run_labels(self.labels, self.domain_size, domain)
+        prepared = prepare_values(
+            values,
+            labels=labels,
+            domain_size=self.domain_size,
+            column=column,
+            drop_missing=drop_missing,
+            normalize_labels=normalize_labels,
+            values_are=values_are,
+        )
+        protocol = self.for_users(len(prepared.indices))
+        return protocol.run_prepared(prepared, labels, path=path, seed=seed)
+
+    def run_counts(
+        self,
+        histogram: Any,
+        *,
+        seed: SeedLike = None,
+        domain: Iterable[Any] | None = None,
+    ) -> ProtocolRun:
+        """Calibrate for the users the histogram counts, then run the count-level path.
+
+        See :meth:`ShuffleProtocol.run_counts`; n is the histogram's total.
+
+        Raises:
+            InvalidParameterError: If ``histogram`` is not ``domain_size``
+                non-negative integer counts, or counts no user.
+        """
+        counts, total = _checked_histogram(histogram, self.domain_size)
+        if total < 1:
+            raise InvalidParameterError(
+                f"histogram must count at least one user, got a total of {total}"
+            )
+        return self.for_users(total).run_counts(counts, seed=seed, domain=domain)
 
 
 def certified_report(
@@ -525,15 +873,32 @@ def fixed_guarantee(
         InvalidParameterError: Unless exactly one of ``epsilon`` and ``delta``
             is given, or if it is out of range.
     """
+    epsilon, delta = check_one_target(epsilon, delta)
+    if epsilon is not None:
+        certified = delta_at(epsilon)
+        return epsilon, certified, certified
+    assert delta is not None  # check_one_target: exactly one is given
+    epsilon, certified = epsilon_at(delta)
+    return epsilon, delta, certified
+
+
+def check_one_target(
+    epsilon: float | None, delta: float | None
+) -> tuple[float | None, float | None]:
+    """Return (ε, δ) after checking that exactly one is given, and in range.
+
+    What :func:`fixed_guarantee` checks before computing anything (and what
+    ``from_parameters(n=None, ...)`` checks before the data come).
+
+    Raises:
+        InvalidParameterError: Unless exactly one of ``epsilon`` and ``delta``
+            is given, or if it is out of range.
+    """
     if (epsilon is None) == (delta is None):
         raise InvalidParameterError(
             "give exactly one of epsilon (to get the certified delta there) or delta "
             f"(to get the epsilon it allows); got epsilon={epsilon!r}, delta={delta!r}"
         )
     if epsilon is not None:
-        epsilon = check_epsilon(epsilon)
-        certified = delta_at(epsilon)
-        return epsilon, certified, certified
-    target = check_delta(delta)
-    epsilon, certified = epsilon_at(target)
-    return epsilon, target, certified
+        return check_epsilon(epsilon), None
+    return None, check_delta(delta)

@@ -29,11 +29,11 @@ The reported δ is the certificate at the chosen noise, at most the target.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Integral, Real
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from shuffledp._rng import SeedLike
 from shuffledp._validation import (
     DataError,
     InvalidParameterError,
+    check_delta,
     check_epsilon,
     check_int,
 )
@@ -65,10 +66,12 @@ from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import PrivacyReport
 from shuffledp.protocols.base import (
+    CalibratedOnRun,
     CalibratedProtocol,
     DomainSpec,
     IntArray,
     certified_report,
+    check_one_target,
     check_size,
     check_target,
     fixed_guarantee,
@@ -494,6 +497,15 @@ def paper_correlated_calibration(
     return calibration, rule
 
 
+def _check_before_data(min_honest: MinHonest, neighbours: Neighbours) -> None:
+    """Check ``min_honest`` and ``neighbours`` as far as they can be without n."""
+    check_neighbours(neighbours)
+    if isinstance(min_honest, Integral) and not isinstance(min_honest, bool):
+        check_int(min_honest, "min_honest", minimum=1)  # at most n: checked with the data
+    elif min_honest is not None:
+        resolve_min_honest(min_honest, 1)  # a fraction of n in (0, 1]
+
+
 class CorrelatedProtocol(CalibratedProtocol[CorrelatedCalibration, CorrelatedRandomizer]):
     """Signed messages with correlated noise, with its exact privacy report.
 
@@ -510,7 +522,7 @@ class CorrelatedProtocol(CalibratedProtocol[CorrelatedCalibration, CorrelatedRan
     name: ClassVar[str] = "correlated"
 
     def __init__(
-        self, calibration: CorrelatedCalibration, *, labels: Sequence[str] | None = None
+        self, calibration: CorrelatedCalibration, *, labels: Iterable[Any] | None = None
     ) -> None:
         if not isinstance(calibration, CorrelatedCalibration):
             raise InvalidParameterError(
@@ -521,6 +533,7 @@ class CorrelatedProtocol(CalibratedProtocol[CorrelatedCalibration, CorrelatedRan
             calibration.domain_size, calibration.noise, calibration.min_honest
         )
 
+    @overload
     @classmethod
     def calibrated(
         cls,
@@ -532,11 +545,42 @@ class CorrelatedProtocol(CalibratedProtocol[CorrelatedCalibration, CorrelatedRan
         slack: float = DEFAULT_SLACK,
         min_honest: MinHonest = None,
         neighbours: Neighbours = "replacement",
-    ) -> CorrelatedProtocol:
+    ) -> CorrelatedProtocol: ...
+
+    @overload
+    @classmethod
+    def calibrated(
+        cls,
+        n: None,
+        domain: DomainSpec,
+        epsilon: float,
+        delta: float,
+        *,
+        slack: float = DEFAULT_SLACK,
+        min_honest: MinHonest = None,
+        neighbours: Neighbours = "replacement",
+    ) -> CalibratedOnRun[CorrelatedProtocol]: ...
+
+    @classmethod
+    def calibrated(
+        cls,
+        n: int | None,
+        domain: DomainSpec,
+        epsilon: float,
+        delta: float,
+        *,
+        slack: float = DEFAULT_SLACK,
+        min_honest: MinHonest = None,
+        neighbours: Neighbours = "replacement",
+    ) -> CorrelatedProtocol | CalibratedOnRun[CorrelatedProtocol]:
         """Return a protocol calibrated by :func:`calibrate_correlated`.
 
         Args:
-            n: Number of users.
+            n: Number of users, or ``None`` to calibrate for the number of
+                users in the data each run is given (a
+                :class:`~shuffledp.protocols.base.CalibratedOnRun`; its runs
+                report the certificate at that number, ``min_honest`` resolved
+                against it).
             domain: The public domain: its size d, or its labels in bin order.
             epsilon: Target ε.
             delta: Target δ.
@@ -545,13 +589,20 @@ class CorrelatedProtocol(CalibratedProtocol[CorrelatedCalibration, CorrelatedRan
                 fraction of n in (0, 1], or ``None`` for all n.
             neighbours: ``"replacement"`` or ``"add-remove"``.
         """
+        if n is None:  # what can be checked before the data come: now
+            check_epsilon(epsilon)
+            check_delta(delta)
+            check_epsilon(slack, "slack")
+            _check_before_data(min_honest, neighbours)
         return cls._on_domain(
             domain,
-            lambda d: calibrate_correlated(
-                n, d, epsilon, delta, slack=slack, min_honest=min_honest, neighbours=neighbours
+            n,
+            lambda users, d: calibrate_correlated(
+                users, d, epsilon, delta, slack=slack, min_honest=min_honest, neighbours=neighbours
             ),
         )
 
+    @overload
     @classmethod
     def from_parameters(
         cls,
@@ -565,19 +616,56 @@ class CorrelatedProtocol(CalibratedProtocol[CorrelatedCalibration, CorrelatedRan
         delta: float | None = None,
         min_honest: MinHonest = None,
         neighbours: Neighbours = "replacement",
-    ) -> CorrelatedProtocol:
+    ) -> CorrelatedProtocol: ...
+
+    @overload
+    @classmethod
+    def from_parameters(
+        cls,
+        *,
+        a: float,
+        r: float,
+        q: float,
+        n: None,
+        domain: DomainSpec,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        min_honest: MinHonest = None,
+        neighbours: Neighbours = "replacement",
+    ) -> CalibratedOnRun[CorrelatedProtocol]: ...
+
+    @classmethod
+    def from_parameters(
+        cls,
+        *,
+        a: float,
+        r: float,
+        q: float,
+        n: int | None,
+        domain: DomainSpec,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        min_honest: MinHonest = None,
+        neighbours: Neighbours = "replacement",
+    ) -> CorrelatedProtocol | CalibratedOnRun[CorrelatedProtocol]:
         """Return a protocol with hand-picked (a, r, q) and the privacy they give.
 
         Exactly one of ``epsilon`` (report the certified δ there) and ``delta``
-        (report the smallest certified ε at that δ) is needed.
+        (report the smallest certified ε at that δ) is needed. With ``n=None``
+        the guarantee is computed when a run's data give n.
         """
+        if n is None:  # what can be checked before the data come: now
+            CorrelatedNoise.from_a(a, r, q)
+            check_one_target(epsilon, delta)
+            _check_before_data(min_honest, neighbours)
         return cls._on_domain(
             domain,
-            lambda d: correlated_parameters(
+            n,
+            lambda users, d: correlated_parameters(
                 a=a,
                 r=r,
                 q=q,
-                n=n,
+                n=users,
                 domain_size=d,
                 epsilon=epsilon,
                 delta=delta,

@@ -14,13 +14,15 @@ Both report the certified δ of the chosen q, never an uncertified figure.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, overload
 
 from shuffledp._rng import SeedLike
 from shuffledp._validation import (
     InvalidParameterError,
+    check_delta,
+    check_epsilon,
     check_flip_probability,
     check_int,
 )
@@ -43,10 +45,12 @@ from shuffledp.analyzers.flip_debias import FlipAnalyzer, flip_count_stderr
 from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import PrivacyReport
 from shuffledp.protocols.base import (
+    CalibratedOnRun,
     CalibratedProtocol,
     DomainSpec,
     IntArray,
     certified_report,
+    check_one_target,
     check_size,
     check_target,
     fixed_guarantee,
@@ -189,8 +193,7 @@ def calibrate_flip(
             certified by the exact accountant (never observed; guarded anyway).
     """
     n, d, epsilon, delta = check_target(n, domain_size, epsilon, delta)
-    if method not in CALIBRATION_METHODS:
-        raise InvalidParameterError(f"calibration must be 'exact' or 'paper', got {method!r}")
+    _check_method(method)
     notes: list[str] = []
     if fake_users is not None:
         k = check_int(fake_users, "fake_users", minimum=0)
@@ -215,6 +218,11 @@ def calibrate_flip(
             f"{certified:.3g} exceeds the target {delta:g}"
         )
     return _calibration(method, n, d, epsilon, delta, q, k, certified, tuple(notes))
+
+
+def _check_method(method: str) -> None:
+    if method not in CALIBRATION_METHODS:
+        raise InvalidParameterError(f"calibration must be 'exact' or 'paper', got {method!r}")
 
 
 def _calibration(
@@ -299,7 +307,7 @@ class FlipProtocol(CalibratedProtocol[FlipCalibration, FlipRandomizer]):
     name: ClassVar[str] = "flip"
 
     def __init__(
-        self, calibration: FlipCalibration, *, labels: Sequence[str] | None = None
+        self, calibration: FlipCalibration, *, labels: Iterable[Any] | None = None
     ) -> None:
         super().__init__(calibration, labels=labels)
         self.randomizer = FlipRandomizer(
@@ -309,6 +317,7 @@ class FlipProtocol(CalibratedProtocol[FlipCalibration, FlipRandomizer]):
             calibration.n, calibration.domain_size, calibration.q, calibration.fake_users
         )
 
+    @overload
     @classmethod
     def calibrated(
         cls,
@@ -319,11 +328,39 @@ class FlipProtocol(CalibratedProtocol[FlipCalibration, FlipRandomizer]):
         *,
         fake_users: int | None = None,
         calibration: CalibrationMethod = "exact",
-    ) -> FlipProtocol:
+    ) -> FlipProtocol: ...
+
+    @overload
+    @classmethod
+    def calibrated(
+        cls,
+        n: None,
+        domain: DomainSpec,
+        epsilon: float,
+        delta: float,
+        *,
+        fake_users: int | None = None,
+        calibration: CalibrationMethod = "exact",
+    ) -> CalibratedOnRun[FlipProtocol]: ...
+
+    @classmethod
+    def calibrated(
+        cls,
+        n: int | None,
+        domain: DomainSpec,
+        epsilon: float,
+        delta: float,
+        *,
+        fake_users: int | None = None,
+        calibration: CalibrationMethod = "exact",
+    ) -> FlipProtocol | CalibratedOnRun[FlipProtocol]:
         """Return a protocol calibrated by :func:`calibrate_flip` for a target (ε, δ).
 
         Args:
-            n: Number of users.
+            n: Number of users, or ``None`` to calibrate for the number of
+                users in the data each run is given (a
+                :class:`~shuffledp.protocols.base.CalibratedOnRun`; its runs
+                report the certificate at that number).
             domain: The public domain: its size d, or its labels in bin order
                 (then :meth:`run` also accepts the users' values as labels).
             epsilon: Target ε.
@@ -331,13 +368,21 @@ class FlipProtocol(CalibratedProtocol[FlipCalibration, FlipRandomizer]):
             fake_users: k (see :func:`calibrate_flip`).
             calibration: ``"exact"`` or ``"paper"``.
         """
+        if n is None:  # what can be checked before the data come: now
+            check_epsilon(epsilon)
+            check_delta(delta)
+            if fake_users is not None:
+                check_int(fake_users, "fake_users", minimum=0)
+            _check_method(calibration)
         return cls._on_domain(
             domain,
-            lambda d: calibrate_flip(
-                n, d, epsilon, delta, fake_users=fake_users, method=calibration
+            n,
+            lambda users, d: calibrate_flip(
+                users, d, epsilon, delta, fake_users=fake_users, method=calibration
             ),
         )
 
+    @overload
     @classmethod
     def from_parameters(
         cls,
@@ -348,20 +393,51 @@ class FlipProtocol(CalibratedProtocol[FlipCalibration, FlipRandomizer]):
         domain: DomainSpec,
         epsilon: float | None = None,
         delta: float | None = None,
-    ) -> FlipProtocol:
+    ) -> FlipProtocol: ...
+
+    @overload
+    @classmethod
+    def from_parameters(
+        cls,
+        *,
+        q: float,
+        fake_users: int,
+        n: None,
+        domain: DomainSpec,
+        epsilon: float | None = None,
+        delta: float | None = None,
+    ) -> CalibratedOnRun[FlipProtocol]: ...
+
+    @classmethod
+    def from_parameters(
+        cls,
+        *,
+        q: float,
+        fake_users: int,
+        n: int | None,
+        domain: DomainSpec,
+        epsilon: float | None = None,
+        delta: float | None = None,
+    ) -> FlipProtocol | CalibratedOnRun[FlipProtocol]:
         """Return a protocol with a hand-picked flip probability, and the privacy it gives.
 
         Exactly one of ``epsilon`` (report the certified δ there) and ``delta``
         (report the smallest certified ε at that δ) is needed; the result's
-        :meth:`privacy_report` states it.
+        :meth:`privacy_report` states it. With ``n=None`` the guarantee is
+        computed at the number of users each run's data hold.
 
         >>> FlipProtocol.from_parameters(q=0.001, fake_users=100, n=10_000,
         ...                               domain=["a", "b", "c"], delta=1e-6).privacy_report()
         """
+        if n is None:  # what can be checked before the data come: now
+            check_flip_probability(q)
+            check_int(fake_users, "fake_users", minimum=0)
+            check_one_target(epsilon, delta)
         return cls._on_domain(
             domain,
-            lambda d: flip_parameters(
-                q=q, fake_users=fake_users, n=n, domain_size=d, epsilon=epsilon, delta=delta
+            n,
+            lambda users, d: flip_parameters(
+                q=q, fake_users=fake_users, n=users, domain_size=d, epsilon=epsilon, delta=delta
             ),
         )
 

@@ -14,14 +14,14 @@ for a target (ε, δ) and n.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 import numpy as np
 
 from shuffledp._rng import SeedLike
-from shuffledp._validation import InvalidParameterError, check_epsilon
+from shuffledp._validation import InvalidParameterError, check_delta, check_epsilon
 from shuffledp.accounting.api import amplified_epsilon, calibrate
 from shuffledp.accounting.certificates.krr import (
     krr_delta,
@@ -39,10 +39,12 @@ from shuffledp.analyzers.krr_estimators import (
 from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import PrivacyReport
 from shuffledp.protocols.base import (
+    CalibratedOnRun,
     CalibratedProtocol,
     DomainSpec,
     IntArray,
     certified_report,
+    check_one_target,
     check_size,
     check_target,
     fixed_guarantee,
@@ -234,6 +236,13 @@ def krr_parameters(
     return _calibration(n, k, epsilon, target, e0, certified, "fixed", ())
 
 
+def _check_estimator(estimator: str) -> None:
+    if estimator not in ESTIMATORS:
+        raise InvalidParameterError(
+            f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}"
+        )
+
+
 class KRRProtocol(CalibratedProtocol[KRRCalibration, KRRRandomizer]):
     """Shuffled k-RR with a chosen estimator.
 
@@ -254,16 +263,14 @@ class KRRProtocol(CalibratedProtocol[KRRCalibration, KRRRandomizer]):
         calibration: KRRCalibration,
         *,
         estimator: KRREstimator = "inversion",
-        labels: Sequence[str] | None = None,
+        labels: Iterable[Any] | None = None,
     ) -> None:
-        if estimator not in ESTIMATORS:  # refused now, not after the users are randomized
-            raise InvalidParameterError(
-                f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}"
-            )
+        _check_estimator(estimator)  # refused now, not after the users are randomized
         super().__init__(calibration, labels=labels)
         self.estimator = estimator
         self.randomizer = KRRRandomizer(calibration.domain_size, calibration.epsilon0)
 
+    @overload
     @classmethod
     def calibrated(
         cls,
@@ -274,11 +281,39 @@ class KRRProtocol(CalibratedProtocol[KRRCalibration, KRRRandomizer]):
         *,
         epsilon0: float | None = None,
         estimator: KRREstimator = "inversion",
-    ) -> KRRProtocol:
+    ) -> KRRProtocol: ...
+
+    @overload
+    @classmethod
+    def calibrated(
+        cls,
+        n: None,
+        domain: DomainSpec,
+        epsilon: float,
+        delta: float,
+        *,
+        epsilon0: float | None = None,
+        estimator: KRREstimator = "inversion",
+    ) -> CalibratedOnRun[KRRProtocol]: ...
+
+    @classmethod
+    def calibrated(
+        cls,
+        n: int | None,
+        domain: DomainSpec,
+        epsilon: float,
+        delta: float,
+        *,
+        epsilon0: float | None = None,
+        estimator: KRREstimator = "inversion",
+    ) -> KRRProtocol | CalibratedOnRun[KRRProtocol]:
         """Return a protocol calibrated by :func:`calibrate_krr` for a target (ε, δ).
 
         Args:
-            n: Number of users.
+            n: Number of users, or ``None`` to calibrate for the number of
+                users in the data each run is given (a
+                :class:`~shuffledp.protocols.base.CalibratedOnRun`; its runs
+                report the certificate at that number).
             domain: The public domain: its size k, or its labels in bin order
                 (then :meth:`run` also accepts the users' values as labels).
             epsilon: Target ε.
@@ -286,12 +321,20 @@ class KRRProtocol(CalibratedProtocol[KRRCalibration, KRRRandomizer]):
             epsilon0: A fixed ε₀ to certify instead of calibrating.
             estimator: See :class:`KRRProtocol`.
         """
+        if n is None:  # what can be checked before the data come: now
+            check_epsilon(epsilon)
+            check_delta(delta)
+            if epsilon0 is not None:
+                check_epsilon(epsilon0, "epsilon0")
+            _check_estimator(estimator)
         return cls._on_domain(
             domain,
-            lambda k: calibrate_krr(n, k, epsilon, delta, epsilon0=epsilon0),
+            n,
+            lambda users, k: calibrate_krr(users, k, epsilon, delta, epsilon0=epsilon0),
             estimator=estimator,
         )
 
+    @overload
     @classmethod
     def from_parameters(
         cls,
@@ -302,16 +345,47 @@ class KRRProtocol(CalibratedProtocol[KRRCalibration, KRRRandomizer]):
         epsilon: float | None = None,
         delta: float | None = None,
         estimator: KRREstimator = "inversion",
-    ) -> KRRProtocol:
+    ) -> KRRProtocol: ...
+
+    @overload
+    @classmethod
+    def from_parameters(
+        cls,
+        *,
+        epsilon0: float,
+        n: None,
+        domain: DomainSpec,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        estimator: KRREstimator = "inversion",
+    ) -> CalibratedOnRun[KRRProtocol]: ...
+
+    @classmethod
+    def from_parameters(
+        cls,
+        *,
+        epsilon0: float,
+        n: int | None,
+        domain: DomainSpec,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        estimator: KRREstimator = "inversion",
+    ) -> KRRProtocol | CalibratedOnRun[KRRProtocol]:
         """Return a protocol with a hand-picked ε₀, and the privacy it gives.
 
         Exactly one of ``epsilon`` (report the certified δ there) and ``delta``
-        (report the smallest certified ε at that δ) is needed.
+        (report the smallest certified ε at that δ) is needed. With ``n=None``
+        the guarantee is computed at the number of users each run's data hold.
         """
+        if n is None:  # what can be checked before the data come: now
+            check_epsilon(epsilon0, "epsilon0")
+            check_one_target(epsilon, delta)
+            _check_estimator(estimator)
         return cls._on_domain(
             domain,
-            lambda k: krr_parameters(
-                epsilon0=epsilon0, n=n, domain_size=k, epsilon=epsilon, delta=delta
+            n,
+            lambda users, k: krr_parameters(
+                epsilon0=epsilon0, n=users, domain_size=k, epsilon=epsilon, delta=delta
             ),
             estimator=estimator,
         )

@@ -680,13 +680,13 @@ def create_task(
             raise InvalidParameterError(
                 f"calibration must be 'exact' or 'paper', got {calibration!r}"
             )
-        flip = FlipProtocol.calibrated(
+        flip = FlipProtocol.calibrated(  # type: ignore[call-overload]
             n,
             list(labels),
             epsilon,
             delta,
             fake_users=fake_users,
-            calibration=calibration,  # type: ignore[arg-type]
+            calibration=calibration,  # a str checked above
         )
         cal = flip.calibration
         task = Task(
@@ -911,13 +911,14 @@ def build_protocol(task: Task, n: int) -> ShuffleProtocol:
     if task.protocol == "augmented":
         return AugmentedProtocol(augmented_calibration(task, n), labels=task.domain)
     assert task.epsilon0 is not None and task.estimator is not None
-    return KRRProtocol.from_parameters(
+    krr: KRRProtocol = KRRProtocol.from_parameters(  # type: ignore[call-overload]
         epsilon0=task.epsilon0,
         n=n,
         domain=list(task.domain),
         epsilon=task.epsilon,
-        estimator=task.estimator,  # type: ignore[arg-type]
+        estimator=task.estimator,  # a str, checked by the protocol
     )
+    return krr
 
 
 def build_randomizer(task: Task) -> Randomizer:

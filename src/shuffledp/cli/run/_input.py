@@ -68,8 +68,10 @@ class RunInput:
         """Run ``protocol`` on these users: their values, or their histogram on the count path."""
         from shuffledp.data.ingest import LoadedValues
 
-        if isinstance(self.loaded, LoadedValues):
-            return protocol.run(self.loaded.indices, path=path, seed=self.protocol_seed)
+        if isinstance(self.loaded, LoadedValues):  # bin indices, whatever the labels look like
+            return protocol.run(
+                self.loaded.indices, path=path, seed=self.protocol_seed, values_are="indices"
+            )
         return protocol.run_counts(self.loaded.histogram, seed=self.protocol_seed)
 
     @property
@@ -110,6 +112,7 @@ def load_input(args: argparse.Namespace) -> RunInput:
         na_values=na_values,
         drop_missing=args.drop_missing,
         drop_missing_ids=args.drop_missing_ids,
+        normalize_labels=args.normalize_labels,
         seed=data_seed,
     )
     result = RunInput(
@@ -130,6 +133,10 @@ def load_input(args: argparse.Namespace) -> RunInput:
         result.release_notes.append(
             "rows without a user id were dropped (--drop-missing-ids); their number is not released"
         )
+    if args.normalize_labels:
+        from shuffledp.data.encoding import NORMALIZE_LABELS_RULE
+
+        result.release_notes.append(NORMALIZE_LABELS_RULE)
     if args.user_column is not None and args.per_user != "error":
         rule = "the first row" if args.per_user == "first" else "one row chosen at random"
         result.release_notes.append(f"a user with several rows contributed {rule} (--per-user)")

@@ -59,6 +59,14 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         help="with --user-column, drop rows whose user id is missing (default: stop with an "
         "error); how many goes to stderr",
     )
+    data.add_argument(
+        "--normalize-labels",
+        action="store_true",
+        help="match values to the domain's labels ignoring case and surrounding spaces (both "
+        "stripped, then case folded; --na-values too): 'Android ' counts in the bin 'android'. "
+        "The bins keep the declared labels, the release states the rule, and two labels that "
+        "differ only so are an error (default: labels are matched exactly)",
+    )
 
     domain = parser.add_argument_group("public domain (one of these is required)")
     source = domain.add_mutually_exclusive_group(required=True)
