@@ -13,13 +13,13 @@ import termios
 
 import pytest
 
-#: A secure shuffle of 10^7 messages: about 1.5 s, so the bar (shown after 0.5 s) appears.
+#: A secure shuffle of 4·10^7 messages: about 1.5 s, so the bar (shown after 0.5 s) appears.
 CHILD = """
 import sys, time
 import numpy as np
 from shuffledp.messages import MessageBatch
 from shuffledp.shuffler.uniform import UniformShuffler
-n = 10_000_000
+n = 40_000_000
 batch = MessageBatch(payload=np.zeros(n, np.int64), sender=np.zeros(n, np.int64), n_users=n)
 start = time.perf_counter()
 UniformShuffler().shuffle(batch)

@@ -30,18 +30,34 @@ def test_secure_permutation_uniform_given_uniform_keys(monkeypatch):
     assert stats.chisquare(counts).pvalue > 1e-3
 
 
-def test_secure_permutation_redraws_on_key_collision(monkeypatch):
-    calls = []
+def _byte_stream(monkeypatch, *draws: list[int]) -> list[int]:
+    """Let ``secrets.token_bytes`` return all-zero first-round keys, then ``draws`` in turn."""
+    calls: list[int] = []
 
-    def fake_bytes(k):
+    def fake_bytes(k: int) -> bytes:
         calls.append(k)
         if len(calls) == 1:
-            return bytes(k)  # all keys equal: must be rejected
-        return np.arange(k // 8, 0, -1, dtype=np.uint64).tobytes()
+            return bytes(k)  # every 32-bit first-round key is 0: one class of ties
+        return np.array(draws[len(calls) - 2], dtype=np.uint64).tobytes()
 
     monkeypatch.setattr(uniform.secrets, "token_bytes", fake_bytes)
-    np.testing.assert_array_equal(secure_permutation(4), [3, 2, 1, 0])
-    assert len(calls) == 2
+    return calls
+
+
+def test_tied_keys_are_ordered_by_fresh_keys_never_by_index(monkeypatch):
+    calls = _byte_stream(monkeypatch, [7, 2, 9, 4])
+    np.testing.assert_array_equal(secure_permutation(4), [1, 3, 0, 2])
+    assert calls == [4 * 4, 8 * 4]  # 4-byte keys, then 8-byte keys for the class of four
+
+
+def test_a_class_whose_fresh_keys_tie_again_gets_another_round(monkeypatch):
+    # Round 2 orders index 2 first and ties 0, 1 and 3 again; round 3 orders those three.
+    calls = _byte_stream(monkeypatch, [5, 5, 1, 5], [3, 1, 2])
+    np.testing.assert_array_equal(secure_permutation(4), [2, 1, 3, 0])
+    assert calls == [4 * 4, 8 * 4, 8 * 3]
+    calls = _byte_stream(monkeypatch, [5, 5, 1, 5], [3, 1, 2])
+    shuffled = uniform.secure_shuffle(np.array([10, 11, 12, 13]))
+    np.testing.assert_array_equal(shuffled, [12, 11, 13, 10])  # the values ride along
 
 
 def test_uniform_shuffler_keeps_multiset_and_drops_senders():

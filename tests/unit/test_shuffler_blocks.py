@@ -22,20 +22,27 @@ def test_block_argsort_is_the_stable_argsort(monkeypatch, size: int) -> None:
 
 
 def test_steps_handle_about_one_block(monkeypatch) -> None:
-    """No argsort inside the shuffle sees much more than a block, so Ctrl-C lands between steps."""
+    """No sort inside the shuffle sees much more than a block, so Ctrl-C lands between steps."""
     monkeypatch.setattr(uniform, "_SORT_CHUNK", 1000)
     sizes: list[int] = []
-    real = np.argsort
+    real = uniform._sort
 
-    def counting(a, *args, **kwargs):
-        sizes.append(int(np.asarray(a).shape[0]))
-        return real(a, *args, **kwargs)
+    def counting(keys: np.ndarray) -> None:
+        sizes.append(int(keys.shape[0]))
+        real(keys)
 
-    monkeypatch.setattr(uniform.np, "argsort", counting)
+    monkeypatch.setattr(uniform, "_sort", counting)
     perm = secure_permutation(50_000)
     np.testing.assert_array_equal(np.sort(perm), np.arange(50_000))
-    # Uniform keys: buckets hold about half a block; 4 sigma above is still about one block.
-    assert sizes and max(sizes) <= 1000
+    # 50 blocks, then 128 buckets holding about 390 keys each (half a block, as for any
+    # size): 4 sigma above is still below a block.
+    assert len(sizes) == 50 + 128 and max(sizes) <= 1000
+    assert sum(sizes[50:]) == 50_000
+    values = np.arange(50_000) % 13
+    sizes.clear()
+    shuffled = uniform.secure_shuffle(values)
+    np.testing.assert_array_equal(np.sort(shuffled), np.sort(values))
+    assert len(sizes) == 50 + 128 and max(sizes) <= 1000
 
 
 def test_shuffle_gathers_in_blocks_and_keeps_the_multiset(monkeypatch) -> None:

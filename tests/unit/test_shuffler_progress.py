@@ -21,15 +21,25 @@ from shuffledp.shuffler.uniform import (
 @pytest.mark.parametrize("size", [0, 1, 2, 63, 64, 65, 1000, 4097])
 def test_permutation_reports_every_element_of_every_pass(monkeypatch, size: int) -> None:
     monkeypatch.setattr(uniform, "_SORT_CHUNK", 64)
-    monkeypatch.setattr(uniform, "_CHUNK", 100)
     steps: list[int] = []
     perm = secure_permutation(size, advance=steps.append)
     np.testing.assert_array_equal(np.sort(perm), np.arange(size))
     assert sum(steps) == PERMUTATION_PASSES * size
     assert all(step >= 0 for step in steps)
-    if size > 64:  # one step per block, so the bar moves while a big shuffle runs
-        assert len(steps) >= PERMUTATION_PASSES * (size // 100)
-        assert max(steps) <= 2 * 64  # no step much larger than a block (keys: 100 a step)
+    if size > 64:  # one step per block or bucket, so the bar moves while a big shuffle runs
+        assert len(steps) >= PERMUTATION_PASSES * (size // 64)
+        assert max(steps) <= 64  # a block; a bucket holds about a quarter to half of one
+
+
+@pytest.mark.parametrize("values", [np.arange(4097) % 7, np.arange(4097) * 2**40])
+def test_shuffle_of_values_reports_its_passes_and_the_conversion(monkeypatch, values) -> None:
+    """Packed (a narrow range) or gathered through the permutation (a wide one): same total."""
+    monkeypatch.setattr(uniform, "_SORT_CHUNK", 64)
+    steps: list[int] = []
+    shuffled = uniform.secure_shuffle(values, advance=steps.append)
+    np.testing.assert_array_equal(np.sort(shuffled), np.sort(values))
+    assert sum(steps) == (PERMUTATION_PASSES + 1) * 4097
+    assert max(steps) <= 64
 
 
 def test_argsort_reports_its_passes_also_in_one_block() -> None:
