@@ -174,10 +174,15 @@ class deferred_interrupt:  # noqa: N801 - used like a function: ``with deferred_
 
     For a few statements that must not be cut in two (writing the receipts of
     submissions the shuffler acknowledged). Off the main thread, or when SIGINT
-    is ignored or not Python's default handler, the block just runs.
+    is ignored or not Python's (or the command's) handler, the block just runs.
+
+    Args:
+        reraise: ``False`` drops a Ctrl-C that came during the block (for the last
+            words of a command that is stopping anyway).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, reraise: bool = True) -> None:
+        self._reraise = reraise
         self._received = False
         self._previous: _Handler = None
 
@@ -186,7 +191,8 @@ class deferred_interrupt:  # noqa: N801 - used like a function: ``with deferred_
 
     def __enter__(self) -> None:
         try:
-            if _signal.getsignal(_signal.SIGINT) in (_signal.default_int_handler, _raise_interrupt):
+            current = _signal.getsignal(_signal.SIGINT)
+            if current is _signal.default_int_handler or current is _raise_interrupt:
                 self._previous = _signal.signal(_signal.SIGINT, self._remember)
         except ValueError:  # not the main thread
             self._previous = None
@@ -199,5 +205,5 @@ class deferred_interrupt:  # noqa: N801 - used like a function: ``with deferred_
     ) -> None:
         if self._previous is not None:
             _signal.signal(_signal.SIGINT, self._previous)
-        if self._received and exc is None:
+        if self._received and self._reraise and exc is None:
             raise KeyboardInterrupt

@@ -175,7 +175,7 @@ def test_bad_input_is_one_line_naming_the_flag_and_sends_nothing(deploy, tmp_pat
     _bad([*base(keyed), "--values-file", str(good), "--tokens-file", str(tokens)], capsys,
          "--tokens-file holds 2 tokens for 3 values")  # fmt: skip
     _bad(["client", "submit", "--task", "t.json", "--shuffler", "http://x"], capsys,
-         "one of the arguments --value --values-file is required")  # fmt: skip
+         "one of the arguments --value --values-file --resend is required")  # fmt: skip
     for dep in (plain, keyed):
         assert dep.shuffler_metrics().get("requests_accepted", 0) == 0
 

@@ -39,7 +39,13 @@ from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import DataError, InvalidParameterError, ShuffleDPError, check_int
 from shuffledp.service.shuffler import DEFAULT_MAX_BODY_BYTES, SUBMISSIONS_FORMAT
 from shuffledp.service.task import Task, TaskError, build_randomizer, load_task, new_id
-from shuffledp.service.wire import MessageSealer, b64encode, public_key_from_b64
+from shuffledp.service.wire import (
+    CIPHERTEXT_LENGTH,
+    MessageSealer,
+    b64decode_exact,
+    b64encode,
+    public_key_from_b64,
+)
 
 __all__ = [
     "Client",
@@ -47,6 +53,8 @@ __all__ = [
     "Submission",
     "SubmissionRejectedError",
     "fetch_task",
+    "request_body_text",
+    "submissions_from_body",
 ]
 
 
@@ -101,6 +109,67 @@ def _request_body(submissions: Sequence[Submission]) -> bytes:
     return json.dumps(
         {"format": SUBMISSIONS_FORMAT, "submissions": [s.to_json() for s in submissions]}
     ).encode("ascii")
+
+
+def request_body_text(submissions: Sequence[Submission]) -> str:
+    """The body of one request carrying ``submissions`` (what :meth:`Client.post` sends).
+
+    Posting it again, or :func:`submissions_from_body` then :meth:`Client.post`,
+    cannot count anyone twice: the shuffler stores a submission id once.
+    """
+    return _request_body(submissions).decode("ascii")
+
+
+def submissions_from_body(text: str, what: str = "request body") -> list[Submission]:
+    """The submissions of a request body written by :func:`request_body_text`, as sent.
+
+    Their ids, ciphertexts and tokens are kept exactly (the plaintexts are not
+    in a body: ``messages`` is empty).
+
+    Raises:
+        DataError: Naming ``what`` if the text is not such a body.
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise DataError(f"{what} is not JSON: {exc}") from None
+    items = data.get("submissions") if isinstance(data, dict) else None
+    if (
+        not (
+            isinstance(data, dict)
+            and data.get("format") == SUBMISSIONS_FORMAT
+            and isinstance(items, list)
+        )
+        or not items
+    ):
+        raise DataError(
+            f"{what} is not a submissions request (format {SUBMISSIONS_FORMAT!r} with a "
+            "non-empty list of submissions)"
+        )
+    out = []
+    for item in items:
+        if not (
+            isinstance(item, dict)
+            and isinstance(item.get("submission_id"), str)
+            and isinstance(item.get("ciphertexts"), list)
+            and isinstance(item.get("token", ""), str)
+        ):
+            raise DataError(f"{what}: a submission lacks its submission_id or ciphertexts")
+        try:
+            ciphertexts = tuple(
+                b64decode_exact(c, CIPHERTEXT_LENGTH, "ciphertext") for c in item["ciphertexts"]
+            )
+        except ValueError as exc:
+            raise DataError(f"{what}: {exc}") from None
+        out.append(
+            Submission(
+                submission_id=item["submission_id"],
+                ciphertexts=ciphertexts,
+                messages=np.empty(0, dtype=np.int64),
+                token=item.get("token"),
+            )
+        )
+    return out
 
 
 def fetch_task(source: str, *, expected_digest: str | None = None, timeout: float = 10.0) -> Task:
