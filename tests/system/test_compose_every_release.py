@@ -7,10 +7,17 @@ Kairouz-Oh-Viswanath pairs, FLIP and k-RR against basic composition (above)
 and one release's own certificate at the composed ε (below). Releases that
 record different users need ``--same-users``; releases of different
 neighbouring relations are refused with a message that says what to do.
+
+Every guarantee is re-derived from the parameters its file records: an
+untouched release enters at exactly its stated (ε, δ); one whose stated ε or δ
+was lowered is refused, with what its parameters certify (recomputed here
+from the untouched release's own numbers).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 from collections.abc import Callable
@@ -192,8 +199,13 @@ def test_every_release_composes_with_itself(kind, files, tmp_path, capsys):
         assert _kov_delta(epsilon, delta, eps_c) <= delta_c * (1 + 1e-9)
     else:
         assert (eps_c, delta_c) == (2 * epsilon, 0.0)  # pure DP: the sum
-    # the same through the Python API
+    # the same through the Python API; each enters at exactly what it states (re-derived)
     reports = reports_from_json([document, document])
+    assert (reports[0].epsilon, reports[0].delta) == (epsilon, delta)
+    bases = [c["basis"] for c in composed["parameters"]["components"]]
+    assert [b.split(":")[0] for b in bases] == ["re-derived"]
+    if "service" in document and method in ("flip-exact-fake-blanket", "correlated-exact"):
+        assert "plus the message bounds of 2,000 parties" in bases[0]
     again = shuffledp.compose(*reports, populations=populations_from_json([document, document]))
     assert (again.epsilon, again.delta) == (eps_c, delta_c)
     # and the text summary says what was assumed
@@ -278,3 +290,165 @@ def test_python_compose_of_different_n_and_of_a_personalized_release():
     personalized = compose(levels, report(1000))
     assert personalized.parameters["components"][0]["parameters"]["level_epsilons"] == [0.5, 2.0]
     assert personalized.epsilon <= 3.0 and personalized.delta == pytest.approx(2e-6)
+
+
+# -- an edited guarantee is refused -----------------------------------------------------------
+
+
+class _Quiet:
+    """Stands in for capsys where a module fixture runs the CLI (its output is not checked)."""
+
+    def readouterr(self) -> tuple[str, str]:
+        return "", ""
+
+
+@pytest.fixture(scope="module")
+def made(files: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """Each kind of release made once for the tests below (a function: kind -> its file)."""
+    root = tmp_path_factory.mktemp("made")
+    cache: dict[str, Path] = {}
+
+    def make(kind: str) -> Path:
+        if kind not in cache:
+            out = root / f"{kind}.json"
+            printed = io.StringIO()  # kept out of the calling test's capsys
+            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+                if kind == "composed":  # what account compose --json prints
+                    flip, krr = str(make("flip")), str(make("krr"))
+                    printed.seek(0)
+                    printed.truncate()
+                    assert main(["account", "compose", flip, krr, "--json"]) == 0
+                    out.write_text(printed.getvalue())
+                elif kind == "correlated-add-remove":
+                    argv = [*_run_args(files, "correlated", out), "--neighbours", "add-remove"]
+                    assert main([*argv, "--min-honest", "1000"]) == 0
+                else:
+                    _make(kind, files, out, _Quiet())  # type: ignore[arg-type]
+            cache[kind] = out
+        return cache[kind]
+
+    return make
+
+
+def _edited(document: dict, field: str) -> tuple[dict, float]:
+    """The document with its (weakest level's) stated ε or δ lowered; returns the original."""
+    privacy = document.get("privacy", document)
+    target = max(privacy["levels"], key=lambda lv: lv[field]) if "levels" in privacy else privacy
+    original = target[field]
+    target[field] = original / 100 if field == "epsilon" else original / 1000
+    return document, original
+
+
+def _number_after(text: str, prefix: str) -> float:
+    return float(text.split(prefix, 1)[1].split(" ", 1)[0].rstrip(",;"))
+
+
+EDITED_KINDS = [*KINDS, "composed", "correlated-add-remove"]
+
+
+@pytest.mark.parametrize("field", ["epsilon", "delta"])
+@pytest.mark.parametrize("kind", EDITED_KINDS)
+def test_a_release_whose_stated_guarantee_was_lowered_is_refused(kind, field, made, tmp_path,
+                                                                  capsys):  # fmt: skip
+    document = json.loads(made(kind).read_text())
+    untouched = document.get("privacy", document)
+    if field == "delta" and untouched.get("delta") == 0.0:
+        pytest.skip("a pure release's delta is 0: it cannot be lowered (raising it is tested)")
+    edited, original = _edited(document, field)
+    path = tmp_path / f"edited-{kind}.json"
+    path.write_text(json.dumps(edited))
+    code, out, err = _run(["account", "compose", str(path), str(made(kind))], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"{path} " in err and "states (" in err and "below what its" in err
+    privacy = edited.get("privacy", edited)
+    if field == "epsilon" and "levels" not in privacy:
+        stated_delta = privacy["delta"]
+        if stated_delta == 0.0:  # per-user: pure, its scales certify the original epsilon
+            assert _number_after(err, "give epsilon = ") == pytest.approx(original, rel=1e-9)
+        else:  # the certified epsilon at the stated delta is the release's own (rounded up)
+            prefix = ", and epsilon = " if ", and epsilon = " in err else "give epsilon = "
+            certified = _number_after(err, prefix)
+            assert original * (1 - 1e-9) <= certified <= original * (1 + 2e-4)
+    elif field == "delta" and "levels" not in privacy and privacy["method"] != "pld-composition":
+        # the certified delta at the stated epsilon is the release's own stated delta
+        assert _number_after(err, "gives delta = ") == pytest.approx(original, rel=5e-3)
+    # the same refusal from Python, naming the object
+    with pytest.raises(InvalidParameterError, match=r"privacy object #1 .*states \("):
+        reports_from_json([edited])
+
+
+@pytest.mark.parametrize("kind", ["flip", "service-flip", "per-user", "segmented", "composed"])
+def test_a_weaker_stated_guarantee_composes_as_stated(kind, made, tmp_path, capsys):
+    """Raising a stated epsilon or delta claims less: it stays true and enters as stated."""
+    document = json.loads(made(kind).read_text())
+    privacy = document.get("privacy", document)
+    target = privacy["levels"][0] if "levels" in privacy else privacy
+    target["epsilon"] = 2 * target["epsilon"]
+    target["delta"] = max(2 * target["delta"], 1e-5)
+    path = tmp_path / "weaker.json"
+    path.write_text(json.dumps(document))
+    (report,) = reports_from_json([document])
+    if "levels" in privacy:
+        expected = (max(lv["epsilon"] for lv in privacy["levels"]),
+                    max(lv["delta"] for lv in privacy["levels"]))  # fmt: skip
+    else:
+        expected = (target["epsilon"], target["delta"])
+    assert (report.epsilon, report.delta) == expected
+    composed = json.loads(_ok(["account", "compose", str(path), "--json"], capsys))
+    assert composed["delta"] == expected[1] and composed["epsilon"] <= expected[0]
+
+
+def test_what_a_release_records_twice_must_agree(made, tmp_path, capsys):
+    flip = json.loads(made("flip").read_text())
+    changes = {
+        "n": (lambda d: d["privacy"].update(n=10**6), "certified for n=1000000 users"),
+        "q": (lambda d: d["parameters"].update(q=0.01), "records q=0.000"),
+    }
+    for change, message in changes.values():
+        document = json.loads(json.dumps(flip))
+        change(document)
+        path = tmp_path / "changed.json"
+        path.write_text(json.dumps(document))
+        code, _, err = _run(["account", "compose", str(path)], capsys)
+        assert code == 2 and message in err, err
+    krr = json.loads(made("krr").read_text())
+    krr["privacy"]["parameters"]["k"] = 30
+    krr["parameters"]["k"] = 30
+    with pytest.raises(InvalidParameterError, match="k=30 but a domain of 3 labels"):
+        reports_from_json([krr])
+    service = json.loads(made("service-krr").read_text())
+    service["service"]["min_batch_users"] = 1000
+    with pytest.raises(InvalidParameterError, match=r"service\.min_batch_users is 1000"):
+        reports_from_json([service])
+
+
+def test_a_bare_segmented_privacy_object_is_refused_with_what_to_give(made):
+    privacy = json.loads(made("segmented").read_text())["privacy"]
+    with pytest.raises(InvalidParameterError, match="give the whole release"):
+        reports_from_json([privacy])
+
+
+def test_an_unknown_method_needs_accept_stated(made, tmp_path, capsys):
+    other = {"epsilon": 0.5, "delta": 1e-7, "method": "gaussian", "bound": "upper", "n": 2000,
+             "parameters": {"sigma": 3.0}}  # fmt: skip
+    path = tmp_path / "gaussian.json"
+    path.write_text(json.dumps(other))
+    flip = str(made("flip"))
+    code, _, err = _run(["account", "compose", flip, str(path)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"{path} states (0.5, 1e-07)" in err and "--accept-stated" in err
+    assert "accept_stated" not in err
+    text = _ok(["account", "compose", flip, str(path), "--accept-stated"], capsys)
+    assert f"{path}: (0.5, 1.000e-07) [gaussian; taken as stated (--accept-stated)]" in text
+    assert "[flip-exact-fake-blanket; re-derived from its parameters]" in text
+    composed = json.loads(_ok(["account", "compose", flip, str(path), "--accept-stated",
+                               "--json"], capsys))  # fmt: skip
+    assumptions = composed["assumptions"]
+    stated = "1 release of the 2 ('gaussian') enters at the (epsilon, delta) it states"
+    assert stated in assumptions[1]
+    assert any(f"{path} (gaussian) is taken at the (epsilon, delta) it states" in a
+               and "(--accept-stated)" in a for a in assumptions)  # fmt: skip
+    bases = {c["method"]: c["basis"] for c in composed["parameters"]["components"]}
+    assert bases["gaussian"] == "stated" and bases["flip-exact-fake-blanket"].startswith(
+        "re-derived: flip_delta with q="
+    )

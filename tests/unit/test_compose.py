@@ -189,12 +189,32 @@ def test_reports_from_json_round_trips():
     objs = json.loads(json.dumps([r.to_dict() for r in reports]))
     objs[1]["target_delta"] = 1e-6  # what the CLI adds
     objs[1]["calibration"] = "exact"
-    assert reports_from_json(objs) == reports
+    # releases the package's certificates re-derive come back unchanged
+    assert reports_from_json(objs[:2]) == reports[:2]
     run_output = {"protocol": "krr", "privacy": objs[0], "estimate": {}}
     assert reports_from_json([run_output]) == reports[:1]
     assert reports_from_json(objs[0]) == reports[:1]
-    composed = compose(*reports_from_json(objs), same_users=True)
+    # a method no certificate here re-derives is refused from a file, unless the caller
+    # takes its stated guarantee as their own claim, which its assumptions then say
+    with pytest.raises(InvalidParameterError, match=r"#3 states \(1, 1e-06\).*'gaussian'"):
+        reports_from_json(objs)
+    read = reports_from_json(objs, accept_stated=True)
+    assert read[:2] == reports[:2]
+    assert read[2].guarantee == reports[2].guarantee
+    assert read[2].assumptions == (
+        "privacy object #3 (gaussian) is taken at the (epsilon, delta) it states, (1.0, 1e-06), "
+        "because the caller said so (accept_stated=True): no certificate here re-derives it "
+        "from its parameters",
+    )
+    composed = compose(*read, same_users=True)
     assert composed.epsilon <= 3.0
+    assert [c["basis"].split(":")[0] for c in composed.parameters["components"]] == [
+        "re-derived",
+        "re-derived",
+        "stated",
+    ]
+    stated = "1 release of the 3 ('gaussian') enters at the (epsilon, delta) it states"
+    assert stated in composed.assumptions[1]
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,14 @@ from shuffledp.accounting.composition.pld import (
     flip_dominating_pair,
     krr_dominating_pair,
 )
+from shuffledp.accounting.composition.rederive import (
+    FLIP_METHOD,
+    KRR_METHOD,
+    RELATIVE_TOLERANCE,
+    message_bound_parties,
+    number_parameter,
+    rederive,
+)
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 from shuffledp.schemas import schema_id
 
@@ -85,9 +93,9 @@ __all__ = [
 ]
 
 #: ``method`` of FLIP's privacy reports (:data:`shuffledp.protocols.flip.FLIP_PRIVACY_METHOD`).
-FLIP_CERTIFICATE_METHOD = "flip-exact-fake-blanket"
+FLIP_CERTIFICATE_METHOD = FLIP_METHOD
 #: ``method`` of k-RR's privacy reports (:data:`shuffledp.protocols.krr.KRR_PRIVACY_METHOD`).
-KRR_CERTIFICATE_METHOD = "krr-blanket"
+KRR_CERTIFICATE_METHOD = KRR_METHOD
 #: ``method`` of a composed report when the PLD bound is the tighter one.
 PLD_COMPOSITION_METHOD = "pld-composition"
 #: ``method`` of a composed report when basic composition is the tighter one.
@@ -106,14 +114,7 @@ def _number(value: Any) -> float | None:
 
 
 def _parameter(report: PrivacyReport, name: str, *, integer: bool) -> Any:
-    value = report.parameters.get(name)
-    number = _number(value)
-    if number is None or (integer and not number.is_integer()):
-        raise InvalidParameterError(
-            f"a {report.method!r} report needs parameters[{name!r}] "
-            f"({'an integer' if integer else 'a number'}), got {value!r}"
-        )
-    return int(number) if integer else number
+    return number_parameter(report.method, report.parameters, name, integer=integer)
 
 
 def _certificate_parameters(report: PrivacyReport) -> dict[str, Any] | None:
@@ -212,6 +213,7 @@ def weakest_level(reports: Sequence[PrivacyReport]) -> PrivacyReport:
             "personalized": True,
             "level_epsilons": [r.epsilon for r in items],
             "level_deltas": [r.delta for r in items],
+            **_level_certificate_parameters(items),
         },
         notes=(
             f"a personalized release of {len(items)} levels, entered at its weakest level "
@@ -220,6 +222,28 @@ def weakest_level(reports: Sequence[PrivacyReport]) -> PrivacyReport:
         ),
         **_context(items),
     )
+
+
+#: What a segmented level's certificate needs besides its λ, the same for every level.
+_SHARED_LEVEL_PARAMETERS = ("blanket_rate", "items_per_user", "variant", "message_domain")
+
+
+def _level_certificate_parameters(items: list[PrivacyReport]) -> dict[str, Any]:
+    """The levels' λ and shared certificate parameters, when every level records them.
+
+    Kept in the weakest level's ``parameters`` so that its levels can be
+    re-derived later (a composed report's components); empty otherwise.
+    """
+    params = [r.parameters for r in items]
+    if not all("lambda" in p for p in params):
+        return {}
+    shared: dict[str, Any] = {}
+    for name in _SHARED_LEVEL_PARAMETERS:
+        values = [p.get(name) for p in params]
+        if values[0] is None or any(v != values[0] for v in values):
+            return {}
+        shared[name] = values[0]
+    return {"level_lambdas": [p["lambda"] for p in params], **shared}
 
 
 def _as_report(item: Any, i: int) -> PrivacyReport:
@@ -508,6 +532,110 @@ def compose(
         )
     if not (_number(discretization) is not None and 0.0 < float(discretization) <= 0.1):
         raise InvalidParameterError(f"discretization must be in (0, 0.1], got {discretization!r}")
+    entered, bases = _rederive_all(items, [f"reports[{i}]" for i in range(len(items))])
+    return _compose_entered(
+        entered,
+        bases,
+        delta=delta,
+        epsilon=epsilon,
+        discretization=float(discretization),
+        users=(users_record, users_statement),
+    )
+
+
+#: ``basis`` of a component taken at its stated guarantee.
+_STATED = "stated"
+#: Attribute by which :func:`reports_from_json` marks a report it re-derived (with what the
+#: whole release told it: a service release's message bounds, its domain's size) and how:
+#: :func:`compose` then takes that basis instead of re-deriving the report without its
+#: document. A report built from it (``dataclasses.replace``) is not marked.
+_CHECKED_BASIS = "_shuffledp_rederived_basis"
+
+
+def _rederive_one(
+    report: PrivacyReport,
+    where: str,
+    *,
+    parties: int = 0,
+    domain_size: int | None = None,
+    accept_stated: bool = True,
+) -> tuple[PrivacyReport, str]:
+    """One input: re-derived (or recomposed), or taken as stated when nothing re-derives it.
+
+    Returns the report to compose and its basis: ``"re-derived: ..."``,
+    ``"recomposed: ..."`` or :data:`_STATED` (no certificate here for its method).
+
+    Raises:
+        InvalidParameterError: As :func:`~shuffledp.accounting.composition.rederive.rederive`,
+            or, unless ``accept_stated``, if nothing re-derives the report.
+    """
+    if report.method in _COMPOSED_METHODS and "components" in report.parameters:
+        return _recompose(report, where, accept_stated=accept_stated)
+    found = rederive(report, where=where, parties=parties, domain_size=domain_size)
+    if found is not None:
+        return found
+    if not accept_stated:
+        raise InvalidParameterError(
+            Worded(
+                "{where} states {stated}, but no certificate here re-derives a {method} "
+                "guarantee from its parameters, so that number cannot be checked: compose "
+                "the releases the package writes (run, analyzer publish, demo, simulate, "
+                "account compose), or, to take this guarantee as your own claim, give "
+                "{accept} (the total's assumptions then say so)",
+                where=where,
+                stated=f"({report.epsilon:g}, {report.delta:.6g})",
+                method=repr(report.method),
+                accept=Parameter("accept_stated", True),
+            )
+        )
+    return report, _STATED
+
+
+def _rederive_all(
+    items: list[PrivacyReport], wheres: list[str]
+) -> tuple[list[PrivacyReport], list[str]]:
+    """Every input re-derived once (identical inputs share the work)."""
+    done: dict[tuple[Any, ...], tuple[PrivacyReport, str]] = {}
+    entered: list[PrivacyReport] = []
+    bases: list[str] = []
+    for report, where in zip(items, wheres, strict=True):
+        key = _key(report)
+        checked = getattr(report, _CHECKED_BASIS, None)
+        if isinstance(checked, str):
+            done[key] = report, checked  # as reports_from_json re-derived it
+        elif key not in done:
+            done[key] = _rederive_one(report, where)
+        entered.append(done[key][0])
+        bases.append(done[key][1])
+    return entered, bases
+
+
+def _stated_statement(items: list[PrivacyReport], bases: list[str]) -> str | None:
+    """What the total assumes about inputs taken at their stated guarantee, or ``None``."""
+    stated = [r for r, basis in zip(items, bases, strict=True) if basis == _STATED]
+    if not stated:
+        return None
+    methods = ", ".join(dict.fromkeys(repr(r.method) for r in stated))
+    return (
+        f"{plural(len(stated), 'release')} of the {len(items)} ({methods}) "
+        f"{'enters' if len(stated) == 1 else 'enter'} at the (epsilon, delta) "
+        f"{'it states' if len(stated) == 1 else 'they state'}: no certificate here "
+        "re-derives such a guarantee from its parameters, so the total is only as good as "
+        "that claim (the caller's own)"
+    )
+
+
+def _compose_entered(
+    items: list[PrivacyReport],
+    bases: list[str],
+    *,
+    delta: float | None,
+    epsilon: float | None,
+    discretization: float,
+    users: tuple[dict[str, Any], str],
+) -> PrivacyReport:
+    """The composition of checked, re-derived inputs (:func:`compose`'s second half)."""
+    users_record, users_statement = users
     basic_eps, basic_delta = basic_composition(items)
     if epsilon is not None:
         target_eps = check_epsilon(epsilon)
@@ -569,7 +697,7 @@ def compose(
     method = PLD_COMPOSITION_METHOD if use_pld else BASIC_COMPOSITION_METHOD
     components: list[dict[str, Any]] = []
     seen: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for r in items:
+    for r, basis in zip(items, bases, strict=True):
         key = _key(r)
         if key in seen:
             seen[key]["count"] += 1
@@ -581,6 +709,7 @@ def compose(
             "delta": r.delta,
             "n": r.n,
             "parameters": dict(r.parameters),
+            "basis": basis,
         }
         components.append(seen[key])
     parameters: dict[str, Any] = {
@@ -618,6 +747,11 @@ def compose(
     context = _context(items)
     if len(items) > 1 and "assumptions" in context:
         context["assumptions"] = (users_statement, *context["assumptions"])
+    stated = _stated_statement(items, bases)
+    if stated is not None and "assumptions" in context:
+        head = 1 if len(items) > 1 else 0
+        assumptions = context["assumptions"]
+        context["assumptions"] = (*assumptions[:head], stated, *assumptions[head:])
     return PrivacyReport(
         guarantee=guarantee,
         method=method,
@@ -632,6 +766,146 @@ def compose(
 
 
 _KNOWN_METHODS = (FLIP_CERTIFICATE_METHOD, KRR_CERTIFICATE_METHOD)
+#: Methods of a composed report, recomposed from its components when read back.
+_COMPOSED_METHODS = (PLD_COMPOSITION_METHOD, BASIC_COMPOSITION_METHOD)
+
+
+def _component_reports(report: PrivacyReport, where: str) -> list[tuple[PrivacyReport, int]]:
+    """The releases a composed report records (``parameters["components"]``), with their counts."""
+    params = report.parameters
+    components = params.get("components")
+    if not isinstance(components, list) or not components:
+        raise InvalidParameterError(
+            f"{where} ({report.method}) needs parameters['components'], the list of the "
+            f"releases it composed, to be recomposed; got {components!r}"
+        )
+    out: list[tuple[PrivacyReport, int]] = []
+    for j, component in enumerate(components):
+        here = f"{where} component {j + 1}"
+        if not isinstance(component, Mapping):
+            raise InvalidParameterError(f"{here} is not an object: {component!r}")
+        count, n = component.get("count"), component.get("n")
+        method, parameters = component.get("method"), component.get("parameters", {})
+        eps, dlt = _number(component.get("epsilon")), _number(component.get("delta"))
+        if isinstance(count, bool) or not isinstance(count, Integral) or count < 1:
+            raise InvalidParameterError(f"{here} needs count >= 1 (an integer), got {count!r}")
+        if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
+            raise InvalidParameterError(f"{here} needs n >= 1 (an integer), got {n!r}")
+        if not isinstance(method, str) or not method:
+            raise InvalidParameterError(f"{here} needs a 'method' string, got {method!r}")
+        if not isinstance(parameters, Mapping):
+            raise InvalidParameterError(f"{here} has parameters={parameters!r}; expected an object")
+        if eps is None or dlt is None or eps <= 0 or not (0.0 <= dlt < 1.0):
+            raise InvalidParameterError(
+                f"{here} ({method}) has no usable (epsilon, delta): got "
+                f"epsilon={component.get('epsilon')!r}, delta={component.get('delta')!r}"
+            )
+        member = PrivacyReport(
+            guarantee=ApproxDP(eps, dlt),
+            method=method,
+            bound=BoundKind.UPPER,
+            n=int(n),
+            neighbouring=report.neighbouring,
+            parameters=dict(parameters),
+        )
+        out.append((member, int(count)))
+    releases = params.get("releases")
+    total = sum(count for _, count in out)
+    if releases is not None and releases != total:
+        raise InvalidParameterError(
+            f"{where} ({report.method}) records {releases!r} releases but its components "
+            f"count {total}"
+        )
+    return out
+
+
+def _recompose(
+    report: PrivacyReport, where: str, *, accept_stated: bool
+) -> tuple[PrivacyReport, str]:
+    """A composed report: its components re-derived and composed again at its stated target.
+
+    The stated pair is kept when the recomposition implies it (its ε at the
+    stated δ, or its δ at the stated ε, is at most the stated one), taken at
+    the recomposition's value within :data:`RELATIVE_TOLERANCE`, and refused otherwise.
+    """
+    components = _component_reports(report, where)
+    entered: list[PrivacyReport] = []
+    bases: list[str] = []
+    taken_as_stated: list[int] = []
+    for j, (component, count) in enumerate(components):
+        member, basis = _rederive_one(
+            component, f"{where} component {j + 1}", accept_stated=accept_stated
+        )
+        entered.extend([member] * count)
+        bases.extend([basis] * count)
+        if basis == _STATED:
+            taken_as_stated.append(j + 1)
+    params = report.parameters
+    target = params.get("target", "delta")
+    if target not in ("delta", "epsilon"):
+        raise InvalidParameterError(
+            f"{where} ({report.method}) has parameters['target']={target!r}; expected "
+            "'delta' or 'epsilon'"
+        )
+    discretization = _number(params.get("discretization", 1e-4))
+    if discretization is None or not 0.0 < discretization <= 0.1:
+        raise InvalidParameterError(
+            f"{where} ({report.method}) has parameters['discretization']="
+            f"{params.get('discretization')!r}; expected a number in (0, 0.1]"
+        )
+    stated = report.guarantee
+    at_epsilon = target == "epsilon"
+    try:
+        again = _compose_entered(
+            entered,
+            bases,
+            delta=None if at_epsilon or stated.delta == 0.0 else stated.delta,
+            epsilon=stated.epsilon if at_epsilon else None,
+            discretization=discretization,
+            users=({}, ""),
+        )
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(
+            f"{where} ({report.method}) states ({stated.epsilon:g}, {stated.delta:.6g}), but "
+            f"its components, recomposed, give no guarantee there: {exc}"
+        ) from None
+    certified, claimed = (
+        (again.delta, stated.delta) if at_epsilon else (again.epsilon, stated.epsilon)
+    )
+    if certified <= claimed:
+        guarantee = stated
+    elif certified <= claimed * (1.0 + RELATIVE_TOLERANCE):
+        guarantee = (
+            ApproxDP(stated.epsilon, certified) if at_epsilon else ApproxDP(certified, stated.delta)
+        )
+    else:
+        found = (
+            f"delta = {again.delta:.3g} at epsilon = {stated.epsilon:g}"
+            if at_epsilon
+            else f"epsilon = {again.epsilon:.6g} at delta = {stated.delta:.6g}"
+        )
+        raise InvalidParameterError(
+            f"{where} ({report.method}) states ({stated.epsilon:g}, {stated.delta:.6g}), below "
+            f"what its {plural(len(components), 'component')} certify: recomposed "
+            f"({again.method}) they give {found}; a guarantee below its components' is not "
+            "composed (was the document edited?)"
+        )
+    basis = f"recomposed from its {plural(len(components), 'component')} ({again.method}), " + (
+        "each re-derived"
+        if not taken_as_stated
+        else f"component(s) {taken_as_stated} taken at their stated guarantee"
+    )
+    notes = []
+    if guarantee != stated:
+        notes.append(
+            f"its stated ({stated.epsilon!r}, {stated.delta!r}) was below its recomposition "
+            f"by floating-point noise; it enters at ({guarantee.epsilon!r}, {guarantee.delta!r})"
+        )
+    if guarantee == stated and not notes:
+        return report, basis
+    text = "; ".join([report.notes, *notes] if report.notes else notes)
+    return dataclasses.replace(report, guarantee=guarantee, notes=text), basis
+
 
 _SCHEMA_PREFIX = "urn:shuffledp:schema:"
 #: Documents whose ``privacy`` object is a release's guarantee (or a composed one).
@@ -693,11 +967,35 @@ def _context_from_json(obj: Mapping[str, Any], where: str, method: str) -> dict[
     return context
 
 
-def _personalized_from_json(obj: Mapping[str, Any], where: str, method: str) -> PrivacyReport:
-    """A personalized release (``run segmented``): one report per level, at its weakest level."""
+def _personalized_from_json(
+    obj: Mapping[str, Any], where: str, method: str, release_parameters: Mapping[str, Any] | None
+) -> PrivacyReport:
+    """A personalized release (``run segmented``): one report per level, at its weakest level.
+
+    Each level's report carries what its certificate needs (its λ and the
+    release's blanket rate, items per user, variant and message domain, from the
+    release's ``parameters``), so that :func:`weakest_level` keeps them for the
+    re-derivation.
+    """
     levels = obj["levels"]
     n = obj.get("n")
     context = _context_from_json(obj, where, method)
+    shared: dict[str, Any] = {}
+    if release_parameters is not None:
+        shared = {
+            name: release_parameters[name]
+            for name in _SHARED_LEVEL_PARAMETERS
+            if name in release_parameters
+        }
+    missing = [name for name in _SHARED_LEVEL_PARAMETERS if name not in shared]
+    if missing:
+        raise InvalidParameterError(
+            f"{where} ({method}) is a personalized release whose levels' guarantees cannot be "
+            f"re-derived without the release's parameters {', '.join(missing)}, which its "
+            "privacy object alone does not record: give the whole release (what run segmented "
+            "wrote)"
+        )
+    lambdas = release_parameters.get("lambda") if release_parameters is not None else None
     reports = []
     for k, level in enumerate(levels):
         if not isinstance(level, Mapping):
@@ -716,6 +1014,17 @@ def _personalized_from_json(obj: Mapping[str, Any], where: str, method: str) -> 
             )
         if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
             raise InvalidParameterError(f"{where} ({method}) needs n >= 1 (an integer), got {n!r}")
+        lam = level.get("lambda")
+        if isinstance(lambdas, list) and (len(lambdas) != len(levels) or lambdas[k] != lam):
+            raise InvalidParameterError(
+                f"{where} ({method}) level {k} has lambda={lam!r}, but the release's "
+                f"parameters.lambda is {lambdas!r}: which one was used?"
+            )
+        level_method = level.get("method", method)
+        if level_method != method:
+            raise InvalidParameterError(
+                f"{where} ({method}) level {k} has method={level_method!r}, not the release's"
+            )
         reports.append(
             PrivacyReport(
                 guarantee=ApproxDP(eps, dlt),
@@ -723,6 +1032,7 @@ def _personalized_from_json(obj: Mapping[str, Any], where: str, method: str) -> 
                 bound=BoundKind(bound),
                 n=int(n),
                 neighbouring=str(obj.get("neighbouring", "replace-one")),
+                parameters={"lambda": lam, **shared},
                 **context,
             )
         )
@@ -741,12 +1051,84 @@ def _personalized_from_json(obj: Mapping[str, Any], where: str, method: str) -> 
     return dataclasses.replace(report, notes="; ".join(notes))
 
 
-def _report_from_json(raw: Mapping[str, Any], where: str) -> PrivacyReport:
+def _release_parts(
+    raw: Mapping[str, Any], where: str
+) -> tuple[Mapping[str, Any], Mapping[str, Any] | None]:
+    """The privacy object and, for a whole release, the release's ``parameters`` (or ``None``)."""
+    inner = raw.get("privacy")
+    if not isinstance(inner, Mapping):
+        return raw, None  # a privacy object itself
+    parameters = raw.get("parameters")
+    if parameters is not None and not isinstance(parameters, Mapping):
+        raise InvalidParameterError(
+            f"{where} has release parameters={parameters!r}; expected an object"
+        )
+    return inner, parameters if parameters is not None else {}
+
+
+def _check_release_records(
+    raw: Mapping[str, Any], report: PrivacyReport, release_parameters: Mapping[str, Any], where: str
+) -> int:
+    """What a whole release records twice must agree; return its message-bound parties.
+
+    The certificate's n is the release's ``n`` (a service release: its
+    ``service.min_batch_users``); a parameter in both the release's and the
+    privacy object's ``parameters`` has one value; k-RR's k is the domain's
+    size and a segmented release's message domain the domain's (plus the
+    padding symbol).
+    """
+    service = raw.get("service")
+    parties = 0
+    if isinstance(service, Mapping):
+        expected, what = service.get("min_batch_users"), "its service.min_batch_users"
+        try:
+            parties = message_bound_parties(
+                str(raw.get("protocol")), expected, release_parameters.get("variant")
+            )
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(f"{where} is a service release: {exc}") from None
+    else:
+        expected, what = raw.get("n"), "the release's n"
+    if expected is not None and expected != report.n:
+        raise InvalidParameterError(
+            f"{where} ({report.method}) is certified for n={report.n!r} users, but {what} is "
+            f"{expected!r}: which n do its parameters hold for?"
+        )
+    if not report.parameters.get("personalized"):
+        for name, value in report.parameters.items():
+            if name in release_parameters and release_parameters[name] != value:
+                raise InvalidParameterError(
+                    f"{where} ({report.method}) records {name}={value!r} in its privacy "
+                    f"object but {name}={release_parameters[name]!r} in the release's "
+                    "parameters: which one was used?"
+                )
+    domain = raw.get("domain")
+    if isinstance(domain, list):
+        size = len(domain)
+        if report.method == KRR_CERTIFICATE_METHOD and report.parameters.get("k") != size:
+            raise InvalidParameterError(
+                f"{where} ({report.method}) has k={report.parameters.get('k')!r} but a domain "
+                f"of {size} labels: k-RR's k is the domain's size"
+            )
+        if report.parameters.get("personalized") and "message_domain" in report.parameters:
+            padding = release_parameters.get("padding") is True
+            if report.parameters["message_domain"] != size + padding:
+                raise InvalidParameterError(
+                    f"{where} ({report.method}) has message_domain="
+                    f"{report.parameters['message_domain']!r} but a domain of {size} labels "
+                    f"{'plus the padding symbol' if padding else 'and no padding'}"
+                )
+    return parties
+
+
+def _read_report(raw: Mapping[str, Any], where: str) -> tuple[PrivacyReport, int, int | None]:
+    """The report a release or privacy object states (not yet re-derived).
+
+    Also what its re-derivation needs from the rest of a whole release: the
+    parties its message bounds charge and its domain's size (``None``: not recorded).
+    """
     _check_document(raw, where)
-    obj: Mapping[str, Any] = raw
-    inner = obj.get("privacy")
-    if isinstance(inner, Mapping):
-        obj = inner
+    obj, release_parameters = _release_parts(raw, where)
     method = obj.get("method")
     if not isinstance(method, str) or not method:
         raise InvalidParameterError(f"{where} needs a 'method' string, got {method!r}")
@@ -757,7 +1139,17 @@ def _report_from_json(raw: Mapping[str, Any], where: str) -> PrivacyReport:
             "guarantees compose: a lower bound or a reproduced formula is not a guarantee"
         )
     if "epsilon" not in obj and isinstance(obj.get("levels"), list):
-        return _personalized_from_json(obj, where, method)
+        report = _personalized_from_json(obj, where, method, release_parameters)
+    else:
+        report = _single_from_json(obj, where, method)
+    parties = 0
+    if release_parameters is not None:
+        parties = _check_release_records(raw, report, release_parameters, where)
+    domain = raw.get("domain") if release_parameters is not None else None
+    return report, parties, len(domain) if isinstance(domain, list) else None
+
+
+def _single_from_json(obj: Mapping[str, Any], where: str, method: str) -> PrivacyReport:
     eps, dlt = _number(obj.get("epsilon")), _number(obj.get("delta"))
     if eps is None or dlt is None or eps <= 0 or not (0.0 <= dlt < 1.0):
         known = method in _KNOWN_METHODS
@@ -787,7 +1179,7 @@ def _report_from_json(raw: Mapping[str, Any], where: str) -> PrivacyReport:
     report = PrivacyReport(
         guarantee=ApproxDP(eps, dlt),
         method=method,
-        bound=BoundKind(bound),
+        bound=BoundKind(obj.get("bound")),
         n=int(n),
         neighbouring=str(obj.get("neighbouring", "replace-one")),
         lower_bound_delta=_number(lower),
@@ -802,6 +1194,27 @@ def _report_from_json(raw: Mapping[str, Any], where: str) -> PrivacyReport:
     return report
 
 
+def _report_from_json(raw: Mapping[str, Any], where: str, accept_stated: bool) -> PrivacyReport:
+    report, parties, domain_size = _read_report(raw, where)
+    entered, basis = _rederive_one(
+        report, where, parties=parties, domain_size=domain_size, accept_stated=accept_stated
+    )
+    if basis != _STATED:
+        object.__setattr__(entered, _CHECKED_BASIS, basis)
+        return entered
+    statement = Worded(
+        "{where} ({method}) is taken at the (epsilon, delta) it states, {stated}, because "
+        "the caller said so ({accept}): no certificate here re-derives it from its parameters",
+        where=where,
+        method=report.method,
+        stated=f"({report.epsilon!r}, {report.delta!r})",
+        accept=Parameter("accept_stated", True),
+    )
+    stated = entered.with_context(assumptions=[statement])
+    object.__setattr__(stated, _CHECKED_BASIS, basis)
+    return stated
+
+
 def _objects(objs: Iterable[Mapping[str, Any]] | Mapping[str, Any]) -> list[Any]:
     items: list[Any] = [objs] if isinstance(objs, Mapping) else list(objs)
     if not items:
@@ -814,10 +1227,24 @@ def _objects(objs: Iterable[Mapping[str, Any]] | Mapping[str, Any]) -> list[Any]
     return items
 
 
+def _names(items: list[Any], sources: Sequence[str] | None) -> list[str]:
+    if sources is None:
+        return [f"privacy object #{i + 1}" for i in range(len(items))]
+    names = list(sources)
+    if len(names) != len(items) or not all(isinstance(x, str) for x in names):
+        raise InvalidParameterError(
+            f"sources must name each of the {len(items)} objects (strings), got {sources!r}"
+        )
+    return names
+
+
 def reports_from_json(
     objs: Iterable[Mapping[str, Any]] | Mapping[str, Any],
+    *,
+    accept_stated: bool = False,
+    sources: Sequence[str] | None = None,
 ) -> list[PrivacyReport]:
-    """Rebuild :class:`PrivacyReport` objects from the releases' JSON.
+    """Rebuild :class:`PrivacyReport` objects from the releases' JSON, each re-derived.
 
     Each object is a whole release the package wrote (``run`` of every protocol,
     ``analyzer publish``, ``demo``, ``simulate``, ``account compose --json``), whose
@@ -826,17 +1253,45 @@ def reports_from_json(
     ``calibration``, …) are ignored. A personalized release (``run segmented``:
     one guarantee per level) becomes its weakest level (:func:`weakest_level`).
 
+    **Re-derived.** A stated guarantee read from a file is not taken on trust:
+    it is recomputed from the parameters the document records with the
+    certified accountant of its method
+    (:func:`~shuffledp.accounting.composition.rederive.rederive`; a personalized
+    release level by level; a service release with what its message bounds add;
+    a composed one by composing its components again at its stated target).
+    The stated pair is kept when the certificate implies it, replaced by the
+    certificate's within floating-point noise (the notes say so), and refused
+    otherwise. A whole release must also record the same n and parameters in its
+    privacy object as in its other sections.
+
+    Args:
+        objs: The releases (or their privacy objects), or one of them.
+        accept_stated: Take a guarantee no certificate here re-derives (a
+            method of another library, a privacy object of an unknown method) at
+            its stated (ε, δ), as the caller's own claim; the report's
+            assumptions say so. Without it such an object is refused.
+        sources: How errors and assumptions name each object (file names);
+            default ``"privacy object #i"``.
+
     Raises:
-        InvalidParameterError: Naming the object's position, if it is not a
-            mapping; it is a document of the package that is not a release (an
-            accounting table, a task); its ``bound`` is not ``"upper"`` or
-            ``"exact"`` (a lower bound or a reproduced formula is not a
-            guarantee); it has no valid (``epsilon``, ``delta``); ``n`` is not a
-            positive integer; or a known method lacks the parameters its
-            dominating pair needs.
+        InvalidParameterError: Naming the object, if it is not a mapping; it is
+            a document of the package that is not a release (an accounting
+            table, a task); its ``bound`` is not ``"upper"`` or ``"exact"`` (a
+            lower bound or a reproduced formula is not a guarantee); it has no
+            valid (``epsilon``, ``delta``); ``n`` is not a positive integer; a
+            known method lacks the parameters its certificate needs; what it
+            records twice disagrees; its stated guarantee is below what its
+            parameters certify (naming both); or, without ``accept_stated``, no
+            certificate here re-derives it.
     """
     items = _objects(objs)
-    return [_report_from_json(raw, f"privacy object #{i + 1}") for i, raw in enumerate(items)]
+    if not isinstance(accept_stated, bool):
+        raise InvalidParameterError(f"accept_stated must be True or False, got {accept_stated!r}")
+    names = _names(items, sources)
+    return [
+        _report_from_json(raw, where, accept_stated)
+        for raw, where in zip(items, names, strict=True)
+    ]
 
 
 def _population_from_json(raw: Mapping[str, Any], report: PrivacyReport) -> Population:
@@ -865,6 +1320,8 @@ def _population_from_json(raw: Mapping[str, Any], report: PrivacyReport) -> Popu
 
 def populations_from_json(
     objs: Iterable[Mapping[str, Any]] | Mapping[str, Any],
+    *,
+    sources: Sequence[str] | None = None,
 ) -> list[Population]:
     """Return what each release records about its users, for :func:`compose`.
 
@@ -873,9 +1330,15 @@ def populations_from_json(
     file, or the ``service`` section's task. A bare ``privacy`` object records
     only its ``n``.
 
+    Reads what the releases record without re-deriving their guarantees
+    (:func:`reports_from_json` does that); ``sources`` names the objects in
+    errors, as there.
+
     Raises:
-        InvalidParameterError: As :func:`reports_from_json`.
+        InvalidParameterError: As :func:`reports_from_json`, but for the
+            re-derivation and ``accept_stated``.
     """
     items = _objects(objs)
-    reports = reports_from_json(items)
+    names = _names(items, sources)
+    reports = [_read_report(raw, where)[0] for raw, where in zip(items, names, strict=True)]
     return [_population_from_json(raw, r) for raw, r in zip(items, reports, strict=True)]

@@ -23,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "results",
         nargs="+",
         metavar="RESULT.json",
-        help="JSON written by 'shuffledp run' (or its 'privacy' object); a file may be repeated",
+        help="JSON written by run, analyzer publish, demo, simulate or account compose --json "
+        "(or its 'privacy' object); each guarantee is re-derived from the parameters the file "
+        "records; a file may be repeated",
     )
     target = parser.add_mutually_exclusive_group()
     target.add_argument(
@@ -44,6 +46,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the releases cover the same people although they record a different n, domain, "
         "user column or input (without it such releases are an error); the output states it",
     )
+    parser.add_argument(
+        "--accept-stated",
+        action="store_true",
+        help="take a release whose guarantee no certificate here re-derives from its "
+        "parameters (another library's method, a privacy object of an unknown method) at the "
+        "(epsilon, delta) it states, as your own claim (without it such a file is an error); "
+        "the output states it. Releases the package writes are always re-derived",
+    )
     parser.add_argument("--json", action="store_true", help="print the composed report as JSON")
     parser.set_defaults(handler=execute)
 
@@ -61,6 +71,24 @@ def _load(path: str) -> dict[str, Any]:
     return obj
 
 
+def _bases(composed: Any, reports: list[Any]) -> list[str]:
+    """How each release entered, in short: re-derived, recomposed or taken as stated."""
+    by_key = {
+        (c["method"], c["n"], c["epsilon"], c["delta"]): str(c.get("basis", ""))
+        for c in composed.parameters["components"]
+    }
+    short = []
+    for report in reports:
+        basis = by_key.get((report.method, report.n, report.epsilon, report.delta), "")
+        if basis.startswith("re-derived"):
+            short.append("re-derived from its parameters")
+        elif basis.startswith("recomposed"):
+            short.append("recomposed from its components")
+        else:
+            short.append("taken as stated (--accept-stated)")
+    return short
+
+
 def execute(args: argparse.Namespace) -> int:
     """Print the composed guarantee."""
     from shuffledp.accounting.composition.compose import (
@@ -72,11 +100,14 @@ def execute(args: argparse.Namespace) -> int:
     delta = None if args.delta is None else checked(check_delta, args.delta, "--delta")
     epsilon = None if args.epsilon is None else checked(check_epsilon, args.epsilon, "--epsilon")
     objects = [_load(path) for path in args.results]
-    try:
-        reports = reports_from_json(objects)
-        populations = populations_from_json(objects)
-    except InvalidParameterError as exc:
-        raise InvalidParameterError(f"{exc} (files in the order given: {args.results})") from None
+    # Errors name each file by its path (and its position when it is given twice).
+    sources = [
+        path if args.results.count(path) == 1 else f"{path} (argument {i + 1})"
+        for i, path in enumerate(args.results)
+    ]
+    # What the files record is checked before their guarantees are re-derived (slower).
+    populations = populations_from_json(objects, sources=sources)
+    reports = reports_from_json(objects, accept_stated=args.accept_stated, sources=sources)
     try:
         composed = compose(
             *reports,
@@ -114,10 +145,14 @@ def execute(args: argparse.Namespace) -> int:
             f"{len(reports)} releases, taken to be on the same users (the same "
             f"{', '.join(same['compared'])}):"
         )
-    for path, report in zip(args.results, reports, strict=True):
+    bases = _bases(composed, reports)
+    for path, report, basis in zip(args.results, reports, bases, strict=True):
         levels = report.parameters.get("level_epsilons") if report.parameters else None
         weakest = f", its weakest of {len(levels)} levels" if isinstance(levels, list) else ""
-        print(f"  {path}: ({report.epsilon:g}, {fmt(report.delta)}) [{report.method}{weakest}]")
+        print(
+            f"  {path}: ({report.epsilon:g}, {fmt(report.delta)}) "
+            f"[{report.method}{weakest}; {basis}]"
+        )
     print(
         f"together: ({composed.epsilon:.6g}, {fmt(composed.delta)})-DP "
         f"[{composed.method}, an upper bound]"
