@@ -192,6 +192,11 @@ def check_domain(labels: Iterable[Any], name: str = "domain") -> list[str]:
     floats included (``1.0`` and ``1`` would be one label), and so is a
     missing value (``None``, NaN, pandas' NA): no conversion can merge two labels.
 
+    Any collection is checked the same way, but none is public because of its
+    type: the ``value_counts().index`` of the private data is the data's own
+    distinct values (a label held by one user reveals that user), which the
+    guarantee does not cover. Take the labels from a public source.
+
     Args:
         labels: The labels, in bin order.
         name: What to call them in an error message.
