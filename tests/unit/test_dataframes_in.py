@@ -305,6 +305,8 @@ def test_every_protocol_built_for_the_data_equals_the_one_built_for_its_n(build,
     counted = on_run.run_counts(np.bincount(_by_hand(values, OS)), seed=3)
     np.testing.assert_array_equal(counted.statistic, run.statistic)
     assert on_run.for_users(len(values)) is on_run.for_users(len(values))  # built once
+    with pytest.raises(AttributeError, match=r"depends on n.*for_users\(n\)\.calibration"):
+        on_run.calibration  # noqa: B018
 
 
 def test_flip_for_the_data_reports_the_certificate_at_its_n(frame):

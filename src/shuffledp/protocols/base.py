@@ -83,8 +83,9 @@ def resolve_domain(domain: DomainSpec, name: str = "domain") -> tuple[int, tuple
 
     The domain is public: every client needs it to randomize, so it must come
     from the analyst's declaration, never from the private data. Labels are
-    any ordered collection (a list, ``value_counts().index``,
-    ``Categorical.categories``, a numpy or pyarrow array, a generator);
+    any ordered collection (a list, a pandas ``Index`` such as
+    ``Categorical.categories`` or the ``value_counts().index`` of public
+    data, a numpy or pyarrow array, a generator);
     integer labels stand for their decimal text (``[1, 2, 10]`` is
     ``("1", "2", "10")``), and anything else that is not text is refused
     (:func:`shuffledp.data.domains.check_domain`).
@@ -729,6 +730,23 @@ class CalibratedOnRun(Generic[ProtocolT]):
         self.name = name
         self.domain_size = domain_size
         self.labels = labels
+
+    #: What depends on n: asked of this object, they say how to get them.
+    _NEEDS_N: ClassVar[frozenset[str]] = frozenset(
+        {"n", "calibration", "privacy_report", "randomizer", "analyzer", "parameters"}
+    )
+
+    def __getattr__(self, name: str) -> Any:
+        if name in CalibratedOnRun._NEEDS_N:
+            raise AttributeError(
+                f"{name} depends on n, which this {self.name} protocol takes from the data "
+                f"each run is given: read it from a run (run.privacy) or build the protocol "
+                f"for n users with for_users(n).{name}"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        return f"CalibratedOnRun({self.name}, domain_size={self.domain_size}, n from the data)"
 
     def for_users(self, n: int) -> ProtocolT:
         """Return the protocol calibrated for ``n`` users (the last one built is kept).
