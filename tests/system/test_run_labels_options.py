@@ -54,7 +54,7 @@ def test_integer_labels_run_on_every_path(kind, path, domain, devices, tmp_path,
     argv = ["run", "flip", "--input", str(devices[kind]), "--column", "code", *domain,
             *PRIVACY, "--path", path, "--output", str(output), "--quiet"]  # fmt: skip
     code, out, err = _run(argv, capsys)
-    assert code == 0, err
+    assert code == 0 and out == "", err  # the release went to --output
     release = json.loads(output.read_text())
     assert release["domain"] == ["1", "2", "3"] and release["n"] == 3000
     truth = np.bincount(pd.read_csv(devices["csv"])["code"] - 1, minlength=3)
