@@ -16,6 +16,11 @@ experiment CSVs and summaries) goes through :func:`write_file_atomically` or
 * on any exception, Ctrl-C included, the temporary file is removed, and an
   ``OSError`` names the path the user gave, never the temporary file.
 
+:func:`owner_only` makes what is created inside it readable and writable by
+its owner only (files 0600, directories 0700), whatever the umask: for
+outputs written by a library that creates its files itself (pyarrow's
+Parquet writer for ``analyzer export``).
+
 Files and directories this process created are recorded;
 :func:`remove_created_outputs` deletes them, which the command line does when
 a command fails or is interrupted, so such a command leaves nothing behind (a
@@ -24,13 +29,14 @@ file that existed before was replaced whole or not at all).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +48,7 @@ __all__ = [
     "finite_or_none",
     "forget_created_outputs",
     "make_output_dir",
+    "owner_only",
     "remove_created_outputs",
     "save_figure",
     "write_csv_atomically",
@@ -188,6 +195,27 @@ def make_output_dir(path: str | Path) -> Path:
     if not out.is_dir():
         raise InvalidParameterError(f"{str(out)!r} is not a directory")
     return out
+
+
+#: The umask inside :func:`owner_only`: no permission for group or others.
+OWNER_ONLY_UMASK = 0o077
+
+
+@contextlib.contextmanager
+def owner_only() -> Iterator[None]:
+    """Create files 0600 and directories 0700 inside the block, whatever the umask.
+
+    Sets the process's umask to :data:`OWNER_ONLY_UMASK` (adding to it, never
+    loosening it) and restores it on exit. The umask is process-wide: use it
+    in a command's main thread around the writing, not in a library that
+    other threads may be creating files in.
+    """
+    previous = os.umask(OWNER_ONLY_UMASK)
+    os.umask(previous | OWNER_ONLY_UMASK)
+    try:
+        yield
+    finally:
+        os.umask(previous)
 
 
 def _new_file_mode() -> int:

@@ -7,6 +7,10 @@ is documented in :mod:`shuffledp.backends.dataset`; ``shuffledp analyzer
 aggregate`` reads it with either backend. The dataset holds no secret (the
 messages are sealed to the analyzer's key), so it may go to shared storage.
 It can run while the analyzer serves (it only reads the store).
+
+Local files are written readable and writable by their owner only (0600, and
+0700 for the directories it creates), whatever the umask: whoever could
+change them could change the counts that ``analyzer aggregate`` publishes.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ def execute(args: argparse.Namespace) -> int:
     from shuffledp.service._extra import require_service_extra
 
     require_service_extra()
+    from shuffledp._files import owner_only
     from shuffledp._optional import require
 
     require("pyarrow", extra="parquet")
@@ -62,7 +67,8 @@ def execute(args: argparse.Namespace) -> int:
     check_backend_protocol(task.protocol, "export")
     store = open_analyzer_store(args.store, task.task_id, read_only=True)
     try:
-        dataset = export_analyzer_store(task, store, args.output, rows_per_file=rows)
+        with owner_only():
+            dataset = export_analyzer_store(task, store, args.output, rows_per_file=rows)
     finally:
         store.close()
     if not args.quiet:
