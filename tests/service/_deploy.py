@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,12 @@ from shuffledp.service.task import Task, create_task, save_private_key, save_tas
 from shuffledp.service.tokens import new_token_key, save_token_key
 
 DOMAIN = ["red", "green", "blue", "cyan", "pink"]
+
+#: Marks every process this pytest process starts (children and grandchildren inherit it):
+#: what the session-end check of ``conftest.py`` looks for. A new value per process, so a
+#: pytest run inside a test, or another person's run on the same machine, has its own.
+SESSION_ENV = "SHUFFLEDP_TEST_SESSION"
+os.environ[SESSION_ENV] = uuid.uuid4().hex
 
 _TASKS: dict[tuple[Any, ...], tuple[Task, Any]] = {}
 

@@ -26,18 +26,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _deploy import Deployment, make_deployment
+from _deploy import SESSION_ENV, Deployment, make_deployment
 from _postgres import PostgresServer, PostgresStartError, start_postgres
-
-#: Marks the processes this pytest session starts (inherited by every child and grandchild).
-SESSION_ENV = "SHUFFLEDP_TEST_SESSION"
-os.environ[SESSION_ENV] = uuid.uuid4().hex
 
 
 def session_processes(*words: str) -> dict[int, str]:

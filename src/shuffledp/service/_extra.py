@@ -15,5 +15,6 @@ def require_service_extra() -> None:
         "uvicorn",
         "httptools",
         "httpx",
+        "prometheus_client",
     ):
         require(module, extra="service")

@@ -16,8 +16,9 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ __all__ = [
     "BackgroundWorker",
     "BodyTooLargeError",
     "RejectedError",
+    "UTCFormatter",
+    "WorkerHealth",
     "configure_logging",
     "connection_stats",
     "error_response",
@@ -66,13 +69,39 @@ class BodyTooLargeError(RejectedError):
         super().__init__(413, "body_too_large", f"request body exceeds {limit} bytes")
 
 
+@dataclass(frozen=True)
+class WorkerHealth:
+    """What a :class:`BackgroundWorker` says about itself (for ``GET /v1/ready``).
+
+    Attributes:
+        alive: The thread runs.
+        failing_for: Seconds since the first of the failed steps in a row (None: the
+            last step succeeded).
+        failures: Failed steps in a row.
+        reason: The last failure, one line (None when not failing).
+    """
+
+    alive: bool
+    failing_for: float | None
+    failures: int
+    reason: str | None
+
+
 class BackgroundWorker:
     """A daemon thread that runs a step of work again and again, woken early on demand.
 
     A subclass defines :meth:`_run`, which calls :meth:`_loop` with its step.
     The step returns True when no work is left: the thread then sleeps
     ``idle_seconds`` (or until :meth:`wake`); otherwise (False, or an
-    exception, which is logged) it retries after :meth:`_retry_delay`.
+    exception) it retries after :meth:`_retry_delay`.
+
+    Failures are logged once per outage, not once per attempt: the first
+    failed step logs one line with the reason (a
+    :class:`~shuffledp.service.store_protocols.StoreError`: the store is down
+    or unusable) or with its traceback (any other exception: a bug), repeats
+    are counted, not logged, unless the reason changes, and the first step that
+    succeeds again logs one line with how long the failures lasted and how
+    many steps failed. :meth:`health` says the same to the readiness endpoint.
 
     Args:
         name: The thread's name.
@@ -86,6 +115,9 @@ class BackgroundWorker:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._failing_since: float | None = None
+        self._failures = 0
+        self._reason: str | None = None
 
     def start(self) -> None:
         """Start the thread."""
@@ -101,6 +133,16 @@ class BackgroundWorker:
         self._wake.set()
         self._thread.join(timeout=self._join_seconds)
 
+    def health(self) -> WorkerHealth:
+        """Whether the thread runs, and whether (and since when) its steps fail."""
+        since = self._failing_since  # one read: the thread may change it meanwhile
+        return WorkerHealth(
+            alive=self._thread.is_alive(),
+            failing_for=None if since is None else time.monotonic() - since,
+            failures=self._failures,
+            reason=self._reason,
+        )
+
     def _run(self) -> None:  # pragma: no cover - every subclass defines it
         raise NotImplementedError
 
@@ -115,11 +157,43 @@ class BackgroundWorker:
             self._wake.clear()
             try:
                 done = step()
-            except Exception:  # keep the thread alive; retried later
-                _log.exception("%s failed", what)
+            except Exception as exc:  # keep the thread alive; retried later
+                self._failed(what, exc)
                 done = False
+            else:
+                self._succeeded(what)
             delay = 0.0 if done else self._retry_delay(delay)
             self._wake.wait(self.idle_seconds if done else delay)
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        from shuffledp.service.store_protocols import StoreError
+
+        reason = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        first = self._failing_since is None
+        self._failures += 1
+        if first:
+            self._failing_since = time.monotonic()
+        if not first and reason == self._reason:
+            return  # the same failure again: counted, not logged
+        self._reason = reason
+        if isinstance(exc, StoreError):
+            _log.warning("%s failed, retrying until it succeeds: %s", what, exc)
+        else:
+            _log.exception("%s failed, retrying until it succeeds", what)
+
+    def _succeeded(self, what: str) -> None:
+        since = self._failing_since
+        if since is None:
+            return
+        _log.warning(
+            "%s succeeds again after %.1f s (%d failed attempts)",
+            what,
+            time.monotonic() - since,
+            self._failures,
+        )
+        self._failing_since = None
+        self._failures = 0
+        self._reason = None
 
 
 def error_response(exc: RejectedError) -> JSONResponse:
@@ -177,13 +251,40 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 def parse_json(body: bytes) -> Any:
-    """Parse a JSON body.
+    """Parse a JSON body, which must be UTF-8 without a byte-order mark (RFC 8259 §8.1).
+
+    The body is decoded strictly as UTF-8 before it is parsed: ``json.loads``
+    given bytes would guess UTF-16 or UTF-32 from the first bytes and accept
+    them, and skip a UTF-8 byte-order mark. Neither is what the services
+    document, and no client of this package sends them.
 
     Raises:
-        RejectedError: 400 ``malformed_json`` if it is not UTF-8 JSON.
+        RejectedError: 400 ``malformed_json`` if the body is not UTF-8, starts
+            with a byte-order mark or is not JSON (the message says which).
     """
     try:
-        return json.loads(body)
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RejectedError(
+            400,
+            "malformed_json",
+            f"request body is not UTF-8 (byte {exc.start} is 0x{body[exc.start]:02x}): "
+            "send JSON encoded as UTF-8",
+        ) from None
+    if "\x00" in text:  # valid UTF-8, but no JSON text holds a NUL: UTF-16 or UTF-32
+        raise RejectedError(
+            400,
+            "malformed_json",
+            "request body holds NUL bytes (UTF-16 or UTF-32?): send JSON encoded as UTF-8",
+        )
+    if text.startswith("\ufeff"):
+        raise RejectedError(
+            400,
+            "malformed_json",
+            "request body starts with a byte-order mark: send JSON encoded as UTF-8 without one",
+        )
+    try:
+        return json.loads(text)
     except (ValueError, RecursionError):
         raise RejectedError(400, "malformed_json", "request body is not valid JSON") from None
 
@@ -258,6 +359,7 @@ def serve(
         write_text_atomically(port_file, f"{bound}\n")
     config = uvicorn.Config(
         app,
+        log_config=None,  # uvicorn's loggers propagate to ours (configure_logging)
         log_level="warning",
         access_log=False,
         proxy_headers=False,
@@ -303,7 +405,28 @@ def _stop_on_stdin_eof() -> None:
     threading.Thread(target=watch, name="stop-on-stdin-eof", daemon=True).start()
 
 
+class UTCFormatter(logging.Formatter):
+    """Log lines that start with the time in ISO 8601, UTC, to the millisecond.
+
+    ``2024-06-11T09:30:00.123Z shuffledp.service.shuffler INFO cut batch …``
+    """
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(name)s %(levelname)s %(message)s")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        """The record's time as ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
+        seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+        return f"{seconds}.{int(record.msecs):03d}Z"
+
+
 def configure_logging() -> None:
-    """Log the services' events (batch level only) to stderr."""
-    logging.basicConfig(level=logging.INFO, format="%(name)s %(levelname)s %(message)s")
+    """Log the services' events (batch level only) to stderr, each line with its UTC time.
+
+    uvicorn's own loggers are left unconfigured by :func:`serve` (``log_config=None``),
+    so their lines go through the same handler and carry the same timestamp.
+    """
+    handler = logging.StreamHandler()
+    handler.setFormatter(UTCFormatter())
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per forwarded request

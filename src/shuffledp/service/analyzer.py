@@ -12,7 +12,9 @@ HTTP API (JSON):
   that many users cannot send).
 * ``GET /v1/estimate``: the release (:mod:`~shuffledp.service.release`), 409
   while no batch is aggregated.
-* ``GET /v1/task``, ``GET /v1/health``, ``GET /v1/metrics``.
+* ``GET /v1/task``, ``GET /v1/health``, ``GET /v1/metrics``; ``GET /v1/ready``,
+  ``GET /v1/version`` and ``GET /metrics`` (Prometheus) from
+  :mod:`~shuffledp.service.operations`.
 
 Aggregation. A worker thread decrypts and decodes every message of each stored
 batch (what does not decrypt or decode is counted in the metrics and skipped,
@@ -69,6 +71,7 @@ from shuffledp.service._server import (
     store_unavailable_response,
 )
 from shuffledp.service._testhooks import crash_point
+from shuffledp.service.operations import install_operations
 from shuffledp.service.release import NothingToPublishError, publish
 from shuffledp.service.shuffler import BATCH_FORMAT, DEFAULT_MAX_SUBMISSIONS_PER_REQUEST
 from shuffledp.service.store_common import content_digest
@@ -374,4 +377,19 @@ def create_analyzer_app(
         lifespan=lifespan,
     )
     app.state.aggregator = aggregator
+
+    def counter_snapshot() -> dict[str, Any]:
+        with lock:
+            return {**counters, "rejected": dict(rejected)}
+
+    install_operations(
+        app,
+        role="analyzer",
+        task=task,
+        worker=aggregator,
+        ping=store.ping,
+        counters=counter_snapshot,
+        store_stats=store.metrics,
+        formats={"batch": BATCH_FORMAT},
+    )
     return app

@@ -415,6 +415,14 @@ class PostgresDatabase:
         """
         return self._transaction(run, _BEGIN_READ, "read")
 
+    def ping(self) -> None:
+        """Check, cheaply, that the database answers (``SELECT 1`` in a read transaction).
+
+        Raises:
+            StoreError: If it does not.
+        """
+        self.read(lambda conn: conn.execute("SELECT 1").fetchone())
+
     def close(self) -> None:
         """Close the connections (those in use are closed when their call ends)."""
         with self._cond:
@@ -636,6 +644,10 @@ class PostgresShufflerStore:
 
         return self.db.read(run)
 
+    def ping(self) -> None:
+        """See :meth:`ShufflerStore.ping`."""
+        self.db.ping()
+
     def close(self) -> None:
         """See :meth:`ShufflerStore.close`."""
         self.db.close()
@@ -785,6 +797,10 @@ class PostgresAnalyzerStore:
             return analyzer_metrics(metric_rows, batches)
 
         return self.db.read(run)
+
+    def ping(self) -> None:
+        """See :meth:`AnalyzerStore.ping`."""
+        self.db.ping()
 
     def close(self) -> None:
         """See :meth:`AnalyzerStore.close`."""

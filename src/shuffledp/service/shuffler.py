@@ -12,7 +12,9 @@ HTTP API (JSON):
   submission per client), 404 (other task), 409 (the client already submitted
   under another id), 413 (body too large), 503 (store unavailable; retry).
 * ``GET /v1/tasks/{task_id}``: the public task document.
-* ``GET /v1/health`` and ``GET /v1/metrics`` (counters, rejections by reason).
+* ``GET /v1/health`` and ``GET /v1/metrics`` (counters, rejections by reason);
+  ``GET /v1/ready``, ``GET /v1/version`` and ``GET /metrics`` (Prometheus) from
+  :mod:`~shuffledp.service.operations`.
 
 Batching. When a request brings the submissions waiting to
 ``min_batch_users`` (or past it), the transaction that stores it also takes
@@ -77,6 +79,7 @@ from shuffledp.service._server import (
     store_unavailable_response,
 )
 from shuffledp.service._testhooks import crash_point
+from shuffledp.service.operations import install_operations
 from shuffledp.service.store_protocols import (
     ClientAlreadySubmittedError,
     NewSubmission,
@@ -591,5 +594,15 @@ def create_shuffler_app(
         lifespan=lifespan,
     )
     app.state.dispatcher = dispatcher
+    install_operations(
+        app,
+        role="shuffler",
+        task=task,
+        worker=dispatcher,
+        ping=store.ping,
+        counters=metrics.snapshot,
+        store_stats=store.stats,
+        formats={"submissions": SUBMISSIONS_FORMAT, "batch": BATCH_FORMAT},
+    )
     app.state.metrics = metrics
     return app

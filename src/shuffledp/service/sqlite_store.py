@@ -334,6 +334,16 @@ class SQLiteDatabase:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the store {str(self.path)!r}: {exc}") from exc
 
+    def ping(self) -> None:
+        """Check, cheaply, that the store can work: its writer runs and the file reads.
+
+        Raises:
+            StoreError: If the writer has stopped or the ``meta`` table cannot be read.
+        """
+        if self._writer is not None and not self._writer.is_alive():
+            raise StoreError(f"store {str(self.path)!r}: its writer thread has stopped")
+        self.read(lambda conn: conn.execute("SELECT COUNT(*) FROM meta").fetchone())
+
     def close(self) -> None:
         """Commit what is queued, stop the writer and release the file."""
         if self._writer is not None and self._writer.is_alive():
@@ -664,6 +674,10 @@ class SQLiteShufflerStore:
 
         return self.db.read(run)
 
+    def ping(self) -> None:
+        """See :meth:`ShufflerStore.ping`."""
+        self.db.ping()
+
     def close(self) -> None:
         """See :meth:`ShufflerStore.close`."""
         self.db.close()
@@ -794,6 +808,10 @@ class SQLiteAnalyzerStore:
             return analyzer_metrics(metric_rows, batches)
 
         return self.db.read(run)
+
+    def ping(self) -> None:
+        """See :meth:`AnalyzerStore.ping`."""
+        self.db.ping()
 
     def close(self) -> None:
         """See :meth:`AnalyzerStore.close`."""

@@ -231,6 +231,10 @@ class ShufflerStore(Protocol):
         """Counters derived from the stored state (submissions, batches, unsent, waiting)."""
         ...
 
+    def ping(self) -> None:
+        """Check cheaply that the store can work (readiness); raise :class:`StoreError` if not."""
+        ...
+
     def close(self) -> None:
         """Finish pending writes and release the store."""
         ...
@@ -276,6 +280,10 @@ class AnalyzerStore(Protocol):
 
     def metrics(self) -> dict[str, int]:
         """Persistent counters plus counts derived from the stored state."""
+        ...
+
+    def ping(self) -> None:
+        """Check cheaply that the store can work (readiness); raise :class:`StoreError` if not."""
         ...
 
     def close(self) -> None:

@@ -1,4 +1,8 @@
-"""What ``serve shuffler`` and ``serve analyzer`` share: the server options and their checks."""
+"""What ``serve shuffler`` and ``serve analyzer`` share: the server options and their checks.
+
+Every option of both roles can also come from an environment variable
+(``--store`` from ``SHUFFLEDP_STORE``; :mod:`~shuffledp.cli.serve._environment`).
+"""
 
 from __future__ import annotations
 
@@ -62,6 +66,15 @@ def add_server_arguments(
     parser.add_argument("--port-file", default=None, help="write the bound port here")
     parser.add_argument("--ssl-certfile", default=None, help="serve HTTPS with this certificate")
     parser.add_argument("--ssl-keyfile", default=None, help="the certificate's private key")
+    parser.add_argument(
+        "--metrics-token-file",
+        default=None,
+        help="bearer token that GET /metrics and /v1/metrics then require (default: both "
+        "open, for a service that listens on loopback only)",
+    )
+    from shuffledp.cli.serve._environment import environment_defaults
+
+    environment_defaults(parser)  # last: every option above, and the role's, get their variable
 
 
 def _seconds(value: float, flag: str) -> float:
@@ -83,14 +96,30 @@ def server_settings(args: argparse.Namespace, default_max_body: int) -> tuple[in
     _seconds(args.header_timeout, "--header-timeout")
     _seconds(args.body_timeout, "--body-timeout")
     checked(check_int, args.max_connections, "--max-connections", minimum=1)
+    args.metrics_token = None
+    if args.metrics_token_file is not None:
+        from shuffledp.service.secretfile import read_secret_file
+
+        args.metrics_token = read_secret_file(args.metrics_token_file, "metrics token")
     return max_body, writable(args.port_file, "--port-file")
 
 
 def run_server(app: Any, args: argparse.Namespace, port_file: Path | None) -> None:
     """Serve ``app`` on ``--listen`` (HTTPS with ``--ssl-certfile``) until interrupted."""
-    from shuffledp.service._server import serve
+    from shuffledp.service._server import parse_listen, serve
     from shuffledp.service.limits import ConnectionLimits
+    from shuffledp.service.operations import set_metrics_token
 
+    set_metrics_token(app, args.metrics_token)
+    host, _ = parse_listen(args.listen)
+    if args.metrics_token is None and not _loopback(host):
+        import logging
+
+        logging.getLogger("shuffledp.service").warning(
+            "listening on %s without --metrics-token-file: whoever reaches it can read "
+            "/metrics and /v1/metrics (the shuffler's reveal when submissions arrive)",
+            args.listen,
+        )
     serve(
         app,
         args.listen,
@@ -103,3 +132,15 @@ def run_server(app: Any, args: argparse.Namespace, port_file: Path | None) -> No
             max_connections=args.max_connections,
         ),
     )
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is a loopback address."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve anywhere
+        return False

@@ -19,7 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store",
         required=True,
-        help="sqlite:///relative.db, sqlite:////absolute.db or postgresql://user@host:port/db",
+        help="sqlite:///relative.db, sqlite:////absolute.db or postgresql://user@host:port/db "
+        "(a password: PGPASSWORD or PGPASSFILE, or in SHUFFLEDP_STORE, not on the command line)",
     )
     parser.add_argument("--forward", required=True, help="the analyzer's base URL")
     parser.add_argument(
