@@ -203,7 +203,7 @@ def test_every_release_composes_with_itself(kind, files, tmp_path, capsys):
     reports = reports_from_json([document, document])
     assert (reports[0].epsilon, reports[0].delta) == (epsilon, delta)
     bases = [c["basis"] for c in composed["parameters"]["components"]]
-    assert [b.split(":")[0] for b in bases] == ["re-derived"]
+    assert len(bases) == 1 and bases[0].startswith("re-derived")
     if "service" in document and method in ("flip-exact-fake-blanket", "correlated-exact"):
         assert "plus the message bounds of 2,000 parties" in bases[0]
     again = shuffledp.compose(*reports, populations=populations_from_json([document, document]))
