@@ -213,3 +213,25 @@ def test_no_page_or_docstring_points_at_papers_users_do_not_have() -> None:
     references = (ROOT / "docs" / "references.md").read_text(encoding="utf-8")
     for arxiv in ("2104.02739", "2205.08858", "2407.19639", "2504.07362", "2106.04247"):
         assert f"arXiv {arxiv}" in references, arxiv
+
+
+def test_no_page_leans_on_figures_users_cannot_see() -> None:
+    """A figure is stated with the command that measures it, never as unpublished planning."""
+    pages = [ROOT / "README.md", *ROOT.joinpath("docs").rglob("*.md")]
+    phrase = re.compile(r"unpublished|planning figure|our planning|our own,? .*figures", re.I)
+    found = [
+        f"{page.relative_to(ROOT)}:{number}"
+        for page in pages
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if phrase.search(line)
+    ]
+    assert not found, found
+
+
+def test_the_entry_pages_name_the_near_central_protocols() -> None:
+    """The home page and the analyst's page point at correlated and augmented, the most accurate."""
+    entry_pages = {"index.md": "protocols/", "getting-started/analyst.md": "../protocols/"}
+    for page, prefix in entry_pages.items():
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        for protocol in ("correlated", "augmented"):
+            assert f"]({prefix}{protocol}.md" in text, (page, protocol)
