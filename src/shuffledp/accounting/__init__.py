@@ -20,16 +20,23 @@ The old flat paths (``shuffledp.accounting.krr`` and so on) still import, with a
 deprecation warning (:mod:`shuffledp.accounting._moved`).
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from shuffledp.accounting._moved import install as _install_old_paths
-from shuffledp.accounting.api import (
-    AccountingResult,
-    CalibrationResult,
-    amplified_epsilon,
-    calibrate,
-    compare,
-    delta,
-)
-from shuffledp.accounting.methods import METHODS, Mechanism, Method, methods_for
+
+if TYPE_CHECKING:
+    from shuffledp.accounting.api import (
+        AccountingResult,
+        CalibrationResult,
+        amplified_epsilon,
+        calibrate,
+        compare,
+        delta,
+    )
+    from shuffledp.accounting.methods import METHODS, Mechanism, Method, methods_for
 
 __all__ = [
     "METHODS",
@@ -43,5 +50,37 @@ __all__ = [
     "delta",
     "methods_for",
 ]
+
+#: Where each re-exported name lives, imported on first use (PEP 562): importing one
+#: module of the accountant (FLIP's certificate, say) does not load the questions layer
+#: and every certificate under it (scipy.optimize, scipy.signal).
+_LAZY: dict[str, str] = {
+    "AccountingResult": "shuffledp.accounting.api",
+    "CalibrationResult": "shuffledp.accounting.api",
+    "amplified_epsilon": "shuffledp.accounting.api",
+    "calibrate": "shuffledp.accounting.api",
+    "compare": "shuffledp.accounting.api",
+    "delta": "shuffledp.accounting.api",
+    "METHODS": "shuffledp.accounting.methods",
+    "Mechanism": "shuffledp.accounting.methods",
+    "Method": "shuffledp.accounting.methods",
+    "methods_for": "shuffledp.accounting.methods",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Return a re-exported name, importing its module on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'shuffledp.accounting' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    """List the public names, the lazily imported ones included."""
+    return sorted({*globals(), *__all__})
+
 
 _install_old_paths()
