@@ -26,6 +26,15 @@ writes (``run`` of each protocol, the analyzer service's releases, ``demo``,
 that saved releases can be composed; :func:`populations_from_json` reads what
 each release records about its users.
 
+**Re-derived guarantees.** No stated (ε, δ) is taken on trust: every input
+whose method has a certificate here is recomputed from the parameters it
+records (:mod:`shuffledp.accounting.composition.rederive`; a composed report by
+composing its components again), kept when the certificate implies it, taken
+at the certificate's value within floating-point noise, and refused otherwise.
+A method without a certificate here enters at its stated guarantee only as the
+caller's own claim (a :class:`PrivacyReport` passed in Python, or a file read
+with ``accept_stated=True``), which the total's assumptions state.
+
 **The same users.** Composition states a total for people who are in several
 releases. Releases are taken to cover the same users only when they record the
 same number of users ``n``, the same domain, the same user column and the same
@@ -495,8 +504,19 @@ def compose(
     (``"recorded"`` or ``"asserted"``), the fields ``compared`` and ``not_recorded``
     and the ``differences``.
 
+    **Re-derived.** Each input of a method with a certificate here (every
+    protocol's, a personalized release's levels, a composed report's
+    components) is checked against what its parameters certify
+    (:func:`~shuffledp.accounting.composition.rederive.rederive`): it enters at
+    its stated guarantee when the certificate implies it, at the certificate's
+    within floating-point noise, and is refused otherwise. A report of another
+    method is the caller's own claim: it enters at its stated (ε, δ), and the
+    composed report's ``assumptions`` say so. A report returned by
+    :func:`reports_from_json` enters as that function re-derived it.
+
     ``parameters["components"]`` lists each distinct release (method, ε, δ, n,
-    parameters) with its ``count``. What the releases assume and do not cover
+    parameters) with its ``count`` and its ``basis`` (how it was re-derived, or
+    ``"stated"``). What the releases assume and do not cover
     (``assumptions``, ``not_covered``) is carried over, all of it. Releases must
     be chosen in advance (their parameters not picked from earlier outputs).
 
@@ -520,7 +540,9 @@ def compose(
         InvalidParameterError: No report, a non-report, a lower or reproduction
             bound, mixed neighbouring relations, releases that differ in what
             they record about their users without ``same_users``, both targets
-            given, a target out of range, or no finite guarantee at the target.
+            given, a target out of range, a report whose stated guarantee is
+            below what its parameters certify (or whose parameters are missing
+            or disagree), or no finite guarantee at the target.
     """
     items = _check_reports(reports)
     if not isinstance(same_users, bool):

@@ -509,7 +509,7 @@ def _certified_epsilon(certificate: Certificate, delta: float, above: float) -> 
     def passes(e: float) -> bool:
         return certificate.delta(e) <= delta
 
-    lo, hi = above, 2.0 * above
+    lo, hi = above, min(max(2.0 * above, 0.125), _EPSILON_SEARCH_MAX)
     while not passes(hi):
         if hi >= _EPSILON_SEARCH_MAX:
             return None
@@ -580,7 +580,9 @@ def _level_parameters(report: PrivacyReport, where: str) -> list[tuple[float, fl
             f"{where} ({report.method}) is a personalized release whose levels cannot be "
             f"re-derived: it needs parameters {', '.join(names)} (one entry per level) and the "
             "levels' blanket_rate, items_per_user, variant and message_domain; got "
-            f"{', '.join(f'{n}={c!r}' for n, c in zip(names, columns, strict=True))}"
+            f"{', '.join(f'{n}={c!r}' for n, c in zip(names, columns, strict=True))} (a "
+            "composed document written before shuffledp re-derived its inputs does not "
+            "record them: compose the original releases)"
         )
     rows = []
     for k, (e, d, lam) in enumerate(zip(*columns, strict=True)):
