@@ -556,3 +556,47 @@ def test_the_session_end_check_fails_a_run_that_leaves_a_service(tmp_path):
     assert f"pid {leaked}:" in done.stdout and "survived" in done.stdout
     assert _gone(leaked)
     assert os.environ[SESSION_ENV]  # ours, left alone by the inner run
+
+
+# -- what a service imports before it listens ----------------------------------------------
+
+#: Modules a service does not need to serve: the accountant's questions layer and every
+#: certificate behind it, the protocol classes (the analyzer loads them lazily to publish),
+#: the statistics, optimisation and signal parts of scipy, and pandas.
+NOT_BEFORE_LISTENING = (
+    "shuffledp.accounting.api",
+    "shuffledp.protocols.base",
+    "shuffledp.service.release",
+    "scipy.stats",
+    "scipy.optimize",
+    "scipy.signal",
+    "pandas",
+)
+
+
+def _imported(log: str) -> set[str]:
+    names = set()
+    for line in log.splitlines():
+        if line.startswith("import time:") and line.count("|") == 2:
+            names.add(line.rsplit("|", 1)[1].strip())
+    return names
+
+
+@pytest.mark.parametrize("protocol", ["krr", "flip", "correlated", "augmented"])
+def test_a_service_listens_without_the_accountant(deploy, protocol):
+    """Before: 0.9 to 1.05 CPU seconds of imports (scipy, the accountant, the protocols)
+    before the port accepted (benchmarks/service_startup.py); see that script for figures."""
+    env = {"PYTHONPROFILEIMPORTTIME": "1"}
+    dep = deploy(protocol, min_batch_users=100, shuffler_env=env, analyzer_env=env)
+    for service in (dep.shuffler, dep.analyzer):
+        imported = _imported(service.log_path.read_text())  # up to its first health check
+        assert "shuffledp.service.operations" in imported  # the log does record imports
+        assert not imported & set(NOT_BEFORE_LISTENING), imported & set(NOT_BEFORE_LISTENING)
+        if protocol != "krr":  # k-RR's task check computes ε₀'s probabilities (its certificate)
+            assert "scipy" not in imported, service.role
+    # what was left out is loaded when needed: the analyzer publishes
+    dep.client(seed=1).submit_many([DOMAIN[i % 5] for i in range(100)], per_request=50)
+    dep.wait_aggregated(100)
+    release = dep.estimate()
+    assert release.status_code == 200 and release.json()["n"] == 100
+    assert "shuffledp.service.release" in _imported(dep.analyzer.log_path.read_text())

@@ -15,7 +15,6 @@ from numpy.typing import NDArray
 
 from shuffledp._rng import SeedLike, make_rng
 from shuffledp._validation import check_epsilon, check_int
-from shuffledp.accounting.certificates.krr import krr_probabilities
 from shuffledp.data.checks import check_histogram, check_values
 from shuffledp.messages import MessageBatch
 
@@ -35,6 +34,10 @@ class KRRRandomizer:
     def __init__(self, domain_size: int, epsilon0: float) -> None:
         self.domain_size = check_int(domain_size, "domain_size", minimum=2)
         self.epsilon0 = check_epsilon(epsilon0, "epsilon0")
+        # Here, not at the top: the certificate's module loads the accountant's numerics,
+        # which every importer of shuffledp.randomizers (a service starting) would pay for.
+        from shuffledp.accounting.certificates.krr import krr_probabilities
+
         self.keep_probability, self.other_probability = krr_probabilities(
             self.epsilon0, self.domain_size
         )

@@ -72,7 +72,6 @@ from shuffledp.service._server import (
 )
 from shuffledp.service._testhooks import crash_point
 from shuffledp.service.operations import install_operations
-from shuffledp.service.release import NothingToPublishError, publish
 from shuffledp.service.shuffler import BATCH_FORMAT, DEFAULT_MAX_SUBMISSIONS_PER_REQUEST
 from shuffledp.service.store_common import content_digest
 from shuffledp.service.store_protocols import (
@@ -331,6 +330,10 @@ def create_analyzer_app(
         return JSONResponse(answer, status_code=status)
 
     async def estimate(request: Request) -> Response:
+        # The release loads the accountant and the protocols: on the first estimate,
+        # not before the service listens.
+        from shuffledp.service.release import NothingToPublishError, publish
+
         try:
             result = await run_in_threadpool(publish, task, store)
         except NothingToPublishError as exc:

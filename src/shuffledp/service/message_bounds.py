@@ -38,7 +38,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
 from shuffledp.accounting.certificates.augmented import DummyLaw, SAGeoLaw, SBinLaw
@@ -157,6 +156,8 @@ def correlated_log_tail_bound(
 
     def exponent(t: float) -> float:
         return _log_mgf_terms(t, shape_x, noise.alpha, shape_y, noise.flood_q) - t * count
+
+    from scipy.optimize import minimize_scalar  # here: a service starts without scipy
 
     found = minimize_scalar(exponent, bounds=(0.0, top), method="bounded", options={"xatol": 1e-12})
     grid = top * (1.0 - np.logspace(-9, 0, 64, endpoint=False))

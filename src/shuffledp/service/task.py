@@ -32,7 +32,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -61,15 +61,8 @@ from shuffledp.accounting.certificates.correlated import (
     CorrelatedNoise,
     correlated_delta,
 )
-from shuffledp.analyzers.augmented import augmented_count_stderr
-from shuffledp.central import discrete_laplace_std
 from shuffledp.data.domains import check_domain, check_domain_source
 from shuffledp.messages import MessageBatch
-from shuffledp.protocols.augmented import AugmentedCalibration, AugmentedProtocol
-from shuffledp.protocols.base import ShuffleProtocol
-from shuffledp.protocols.correlated import CorrelatedCalibration, CorrelatedProtocol
-from shuffledp.protocols.flip import FlipProtocol
-from shuffledp.protocols.krr import KRRProtocol
 from shuffledp.randomizers.augmented import AugmentedClient
 from shuffledp.randomizers.bitflip import FlipRandomizer
 from shuffledp.randomizers.correlated import CorrelatedRandomizer
@@ -93,6 +86,11 @@ from shuffledp.service.wire import (
     public_key_from_b64,
     public_key_to_b64,
 )
+
+if TYPE_CHECKING:  # the protocols load the accountant: imported where a task needs them
+    from shuffledp.protocols.augmented import AugmentedCalibration
+    from shuffledp.protocols.base import ShuffleProtocol
+    from shuffledp.protocols.correlated import CorrelatedCalibration
 
 __all__ = [
     "MAX_BATCH_USERS",
@@ -632,6 +630,9 @@ def create_task(
     Raises:
         InvalidParameterError: On a bad parameter or a target no parameter meets.
     """
+    from shuffledp.protocols.flip import FlipProtocol
+    from shuffledp.protocols.krr import KRRProtocol
+
     if protocol not in PROTOCOLS:
         raise InvalidParameterError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     _refuse_unused_options(
@@ -825,6 +826,8 @@ def correlated_calibration(task: Task, n: int) -> CorrelatedCalibration:
     Raises:
         TaskError: If the task is not a correlated one.
     """
+    from shuffledp.protocols.correlated import CorrelatedCalibration
+
     noise = task.correlated_noise()
     neighbours: Any = task.neighbours
     m = task.min_batch_users
@@ -858,6 +861,10 @@ def augmented_calibration(task: Task, n: int) -> AugmentedCalibration:
     Raises:
         TaskError: If the task is not an augmented one.
     """
+    from shuffledp.analyzers.augmented import augmented_count_stderr
+    from shuffledp.central import discrete_laplace_std
+    from shuffledp.protocols.augmented import AugmentedCalibration
+
     law = task.dummy_law()
     assert task.beta is not None and task.variant is not None
     n = check_int(n, "n", minimum=1)
@@ -896,6 +903,11 @@ def build_protocol(task: Task, n: int) -> ShuffleProtocol:
     certificates do not depend on n; an augmented protocol's estimate
     subtracts the dummies of ONE batch, see :mod:`shuffledp.service.release`).
     """
+    from shuffledp.protocols.augmented import AugmentedProtocol
+    from shuffledp.protocols.correlated import CorrelatedProtocol
+    from shuffledp.protocols.flip import FlipProtocol
+    from shuffledp.protocols.krr import KRRProtocol
+
     n = check_int(n, "n", minimum=1)
     if task.protocol == "flip":
         assert task.q is not None and task.fake_users is not None

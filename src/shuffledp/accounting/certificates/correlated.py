@@ -83,7 +83,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import signal, special
 
 from shuffledp._validation import (
     InvalidParameterError,
@@ -255,6 +254,8 @@ def _log_factorials(end: int) -> NDArray[np.float64]:
     global _LOG_FACTORIALS
     table = _LOG_FACTORIALS
     if len(table) <= end:
+        from scipy import special
+
         table = special.gammaln(np.arange(max(end + 1, 2 * len(table)), dtype=np.float64) + 1.0)
         table.flags.writeable = False
         _LOG_FACTORIALS = table
@@ -273,6 +274,8 @@ def _negative_binomial_pmf(shape: float, q: float, tail: float) -> _Pmf:
     end = negative_binomial_tail_point(shape, q, tail)
     k = np.arange(end + 1, dtype=np.float64)
     # The five terms, added left to right (as a sum over a stacked array adds its rows).
+    from scipy import special
+
     first = special.gammaln(k + shape)
     second = -special.gammaln(shape)
     third = -_log_factorials(end)
@@ -334,6 +337,8 @@ def _bin_loss(noise: CorrelatedNoise, tail: float) -> _BinLoss:
     end = len(w) - 1
     # T(0) = 0, T(x) = α²(w(x − 1) + T(x − 1)) for x = 1 … X + 1: T = filter of α²·w shifted.
     alpha2 = alpha * alpha
+    from scipy import signal  # here: importing the certificate stays light
+
     t_all = signal.lfilter([0.0, alpha2], [1.0, -alpha2], np.append(w, 0.0))
     t = t_all[1 : end + 1]  # T(1) … T(X)
     beyond_first = float(t_all[end + 1])  # T(X + 1)
