@@ -14,12 +14,19 @@ Readable means, at the figure's default size:
 * every legend lies inside the figure and covers no data: its box overlaps
   none of the bars, lines, markers, bands, error bars or annotations of any
   axes (each taken where it is drawn, clipped to its axes), nor a title;
-* every tick label lies inside the figure, and no two horizontal tick labels
-  of one axis overlap.
+* every tick label lies inside the figure, and no two tick labels of one axis
+  overlap, horizontal or rotated (a rotated label is a rotated rectangle: two
+  overlap when no axis separates them);
+* every bar on an axis of named categories (tick labels given as text) has
+  its name: a labelled tick at its centre, on its axis or on one shared with
+  it (a chart that labels every fourth bar of 87 names 22 of them);
+* no series hides under another: no bar or marker series lies entirely
+  under the opaque bars of another series drawn above it.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +89,140 @@ def _data_boxes(ax: Any, renderer: Any) -> list[tuple[str, Any]]:
     return out
 
 
+def _corners(text: Any, renderer: Any) -> list[tuple[float, float]]:
+    """The rotated rectangle ``text`` covers, in pixels: its four corners.
+
+    A rotated text is drawn as its unrotated box turned about its centre, and
+    ``get_window_extent`` is the axis-aligned box around that: same centre.
+    """
+    box = text.get_window_extent(renderer)
+    angle = math.radians(text.get_rotation())
+    rotation = text.get_rotation()
+    text.set_rotation(0)
+    try:
+        flat = text.get_window_extent(renderer)
+    finally:
+        text.set_rotation(rotation)
+    cx, cy = (box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2
+    c, s = math.cos(angle), math.sin(angle)
+    half_w, half_h = flat.width / 2, flat.height / 2
+    return [
+        (cx + c * dx - s * dy, cy + s * dx + c * dy)
+        for dx, dy in ((-half_w, -half_h), (half_w, -half_h), (half_w, half_h), (-half_w, half_h))
+    ]
+
+
+def _quads_overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> bool:
+    """Whether two convex quadrilaterals overlap by more than a pixel (separating axes)."""
+    for quad in (a, b):
+        for (x0, y0), (x1, y1) in zip(quad, quad[1:] + quad[:1], strict=True):
+            length = math.hypot(x1 - x0, y1 - y0)
+            if length == 0:
+                continue
+            nx, ny = (y0 - y1) / length, (x1 - x0) / length
+            pa = [nx * x + ny * y for x, y in a]
+            pb = [nx * x + ny * y for x, y in b]
+            if min(max(pa), max(pb)) - max(min(pa), min(pb)) <= 1.0:
+                return False  # this axis separates them (up to a pixel)
+    return True
+
+
+def _labelled_ticks(ax: Any, which: str) -> list[float]:
+    """Where ``ax`` and the axes sharing its ``which`` axis show a tick label (data units)."""
+    shared = ax.get_shared_y_axes() if which == "y" else ax.get_shared_x_axes()
+    out = []
+    for sibling in shared.get_siblings(ax):
+        axis = sibling.yaxis if which == "y" else sibling.xaxis
+        for tick in axis._update_ticks():
+            if any(lab.get_visible() and lab.get_text() for lab in (tick.label1, tick.label2)):
+                out.append(float(tick.get_loc()))
+    return out
+
+
+def _named_categories(axis: Any) -> bool:
+    """Whether ``axis`` names categories: ticks placed by hand, some labelled with words."""
+    from matplotlib.ticker import FixedLocator
+
+    if not isinstance(axis.get_major_locator(), FixedLocator):
+        return False
+    for tick in axis._update_ticks():
+        text = tick.label1.get_text().replace("\N{MINUS SIGN}", "-").replace(",", "")
+        try:
+            float(text)
+        except ValueError:
+            if text:
+                return True
+    return False
+
+
+def _unlabelled_bars(ax: Any) -> dict[str, int]:
+    """Bars on an axis of named categories without a labelled tick at their centre."""
+    from matplotlib.container import BarContainer
+
+    missing: dict[str, int] = {}
+    for container in ax.containers:
+        if not isinstance(container, BarContainer) or not container.patches:
+            continue
+        which = "y" if container.orientation == "horizontal" else "x"
+        if not _named_categories(ax.yaxis if which == "y" else ax.xaxis):
+            continue  # a numeric axis (a histogram's): its bars need no names
+        ticks = _labelled_ticks(ax, which)
+        for bar in container.patches:
+            if which == "y":
+                centre, half = bar.get_y() + bar.get_height() / 2, abs(bar.get_height()) / 2
+            else:
+                centre, half = bar.get_x() + bar.get_width() / 2, abs(bar.get_width()) / 2
+            if not any(abs(centre - t) <= half * (1 + 1e-6) for t in ticks):  # edges count
+                missing[which] = missing.get(which, 0) + 1
+    return missing
+
+
+def _series(ax: Any, renderer: Any) -> list[tuple[str, float, bool, list[Any]]]:
+    """Each bar or marker series of ``ax``: name, drawing order, opaque, its elements' boxes."""
+    from matplotlib.container import BarContainer
+    from matplotlib.lines import Line2D
+    from matplotlib.transforms import Bbox
+
+    order = {id(artist): i for i, artist in enumerate(ax.get_children())}
+    out = []
+    for container in ax.containers:
+        if isinstance(container, BarContainer) and container.patches:
+            first = container.patches[0]
+            opaque = (first.get_alpha() is None or first.get_alpha() >= 0.99) and (
+                first.get_facecolor()[3] >= 0.99
+            )
+            boxes = [bar.get_window_extent(renderer) for bar in container.patches]
+            rank = first.get_zorder() * 1e6 + order.get(id(first), 0)
+            out.append((f"bars {container.get_label()!r}", rank, opaque, boxes))
+    for line in ax.lines:
+        if not isinstance(line, Line2D) or line.get_marker() in (None, "None", "", " "):
+            continue
+        if line.get_linestyle() not in ("None", "", " "):
+            continue  # a line through its markers shows where it goes
+        points = line.get_transform().transform(line.get_xydata())
+        boxes = [Bbox.from_bounds(x, y, 0, 0) for x, y in points]
+        rank = line.get_zorder() * 1e6 + order.get(id(line), 0)
+        out.append((f"markers {line.get_label()!r}", rank, False, boxes))
+    return out
+
+
+def _hidden_series(ax: Any, renderer: Any) -> list[str]:
+    """The series of ``ax`` drawn entirely under the opaque bars of another."""
+
+    def inside(box: Any, cover: Any) -> bool:
+        return _inside(box, cover, tolerance=0.5)
+
+    series = _series(ax, renderer)
+    hidden = []
+    for name, rank, _, boxes in series:
+        for other, other_rank, opaque, covers in series:
+            if other == name or not opaque or other_rank <= rank:
+                continue
+            if boxes and all(any(inside(b, c) for c in covers) for b in boxes):
+                hidden.append(f"{name} hidden under {other}")
+    return hidden
+
+
 def readability_problems(fig: Any) -> list[str]:
     """Draw ``fig`` (Agg) and return what makes it unreadable (empty: readable)."""
     fig.canvas.draw()
@@ -138,6 +279,21 @@ def readability_problems(fig: Any) -> list[str]:
                         problems.append(
                             f"{axis_name} tick labels {text_a!r} and {text_b!r} of axes {i} overlap"
                         )
+            along = 0 if axis_name == "x" else 1  # labels in their order along the axis
+            turned = sorted(
+                ((t.get_text(), _corners(t, renderer)) for t in shown if t.get_rotation() != 0),
+                key=lambda item: sum(corner[along] for corner in item[1]),
+            )
+            for j, (text_a, a) in enumerate(turned):
+                for text_b, b in turned[j + 1 : j + 4]:  # the near neighbours, which can touch
+                    if _quads_overlap(a, b):
+                        problems.append(
+                            f"rotated {axis_name} tick labels {text_a!r} and {text_b!r} "
+                            f"of axes {i} overlap"
+                        )
+        for axis_name, count in _unlabelled_bars(ax).items():
+            problems.append(f"{count} bars of axes {i} have no label on the {axis_name} axis")
+        problems += [f"{what} in axes {i}" for what in _hidden_series(ax, renderer)]
     return problems
 
 

@@ -22,20 +22,24 @@ from shuffledp.analyzers.estimate import HistogramEstimate
 
 __all__ = [
     "MAX_BARS",
+    "MAX_LABEL_CHARS",
     "TOP_BARS",
     "fit_titles",
     "legend_outside",
     "plot_histogram_estimate",
     "require_matplotlib",
     "save_readable",
+    "shown_labels",
 ]
 
 #: Two-sided 95% normal quantile used for error bars.
 Z95 = 1.959963984540054
-#: Above this many bins a bar per bin is illegible: only the top bins are drawn.
-MAX_BARS = 200
-#: How many bins are drawn when the domain has more than MAX_BARS.
-TOP_BARS = 50
+#: The most bars (labels) a chart draws, each named on its axis; above it only the top bins.
+MAX_BARS = 40
+#: How many bins are drawn, by decreasing estimate, when the domain has more than MAX_BARS.
+TOP_BARS = 40
+#: Labels longer than this are shortened in the middle on the chart (the release keeps them).
+MAX_LABEL_CHARS = 40
 
 
 def require_matplotlib() -> Any:
@@ -157,6 +161,26 @@ def save_readable(fig: Any, path: str | Path, *, dpi: int, close: bool = False) 
             require_matplotlib().close(fig)
 
 
+def shown_labels(labels: list[str]) -> tuple[list[str], bool]:
+    """Return ``labels`` as a chart shows them, and whether any was shortened.
+
+    A label longer than :data:`MAX_LABEL_CHARS` keeps its start and its end
+    around an ellipsis; labels that shortening made equal get their position
+    in ``labels`` appended (``#12``), so no two bars carry the same name.
+    """
+    head = (2 * MAX_LABEL_CHARS) // 3
+    tail = MAX_LABEL_CHARS - head - 1
+    shown = [
+        text if len(text) <= MAX_LABEL_CHARS else f"{text[:head]}…{text[-tail:]}"
+        for text in map(str, labels)
+    ]
+    seen: dict[str, int] = {}
+    for text in shown:
+        seen[text] = seen.get(text, 0) + 1
+    shown = [f"{text} #{i}" if seen[text] > 1 else text for i, text in enumerate(shown)]
+    return shown, any(len(str(label)) > MAX_LABEL_CHARS for label in labels)
+
+
 def plot_histogram_estimate(
     estimate: HistogramEstimate,
     path: str | Path,
@@ -164,21 +188,33 @@ def plot_histogram_estimate(
     true_counts: NDArray[np.integer] | None = None,
     title: str = "",
     ylabel: str = "users",
+    label_name: str = "value",
+    listing_note: str = "",
 ) -> Path:
-    """Write a bar chart of the estimated counts with 95% error bars.
+    """Write a horizontal bar chart of the estimated counts with 95% error bars.
 
-    Above :data:`MAX_BARS` bins only the :data:`TOP_BARS` bins with the largest
-    estimates are drawn, in decreasing order, and the title says so. Choosing
-    them from the estimate is post-processing of the release, so it costs no
-    privacy (choosing them from the true counts would not be). The title is
-    wrapped to the figure's width and the legend sits beside the axes.
+    One bar per label, each named on the vertical axis (whose title is
+    ``label_name``, the input column's name), in the domain's order. Above
+    :data:`MAX_BARS` labels only the :data:`TOP_BARS` with the largest
+    estimates are drawn, in decreasing order, and the title says so (with
+    ``listing_note``, where the others are). Choosing them from the estimate
+    is post-processing of the release, so it costs no privacy (choosing them
+    from the true counts would not be). Labels longer than
+    :data:`MAX_LABEL_CHARS` are shortened in the middle (:func:`shown_labels`).
+    Known true counts are drawn as their own bars beside the estimate's, never
+    under them, with a panel of the errors (estimate − truth) at the right.
+    The title is wrapped to the figure's width and the legend sits below the
+    axes, where it covers no data.
 
     Args:
         estimate: The estimate to draw.
         path: Where to write the image (the format follows the suffix, e.g. ``.png``).
-        true_counts: Known true counts to overlay (only a demo or a simulation has them).
+        true_counts: Known true counts to draw too (only a demo or a simulation has them).
         title: Figure title.
-        ylabel: What a count is (the y axis), default ``"users"``.
+        ylabel: What a count is (the counts' axis, horizontal), default ``"users"``.
+        label_name: What the labels are: the input column's name (the labels' axis).
+        listing_note: Where every label's estimate is, said when only the top ones
+            are drawn (e.g. ``"all labels are in the JSON release"``).
 
     Returns:
         The path written.
@@ -187,68 +223,76 @@ def plot_histogram_estimate(
     counts = np.asarray(estimate.counts, dtype=np.float64)
     total_bins = len(counts)
     stderr = None if estimate.stderr is None else np.asarray(estimate.stderr, dtype=np.float64)
-    labels = list(estimate.domain)
+    labels = [str(label) for label in estimate.domain]
+    truth = None if true_counts is None else np.asarray(true_counts, dtype=np.float64)
     title = title or f"{estimate.estimator} estimate (n={estimate.n})"
+    notes = []
     if total_bins > MAX_BARS:
         shown = np.argsort(-counts, kind="stable")[:TOP_BARS]
         counts = counts[shown]
         stderr = None if stderr is None else stderr[shown]
         labels = [labels[i] for i in shown]
-        if true_counts is not None:
-            true_counts = np.asarray(true_counts)[shown]
-        title = f"{title}\ntop {TOP_BARS} of {total_bins:,} bins by estimate"
+        truth = None if truth is None else truth[shown]
+        notes.append(f"top {TOP_BARS} of {total_bins:,} labels by estimate")
+        if listing_note:
+            notes.append(listing_note)
+    names, shortened = shown_labels(labels)
+    if shortened:
+        notes.append(f"labels over {MAX_LABEL_CHARS} characters shortened with …")
+    if notes:
+        title = f"{title}\n{'; '.join(notes)}"
     d = len(counts)
-    x = np.arange(d)
-    width = min(16.0, max(6.0, 0.12 * d + 3.0))
-    yerr = None if stderr is None else Z95 * stderr
-    if true_counts is None:
-        fig, ax = plt.subplots(figsize=(width, 4.5), layout="constrained")
-        axes = [ax]
+    y = np.arange(d)
+    xerr = None if stderr is None else Z95 * stderr
+    per_label = 0.24 if truth is None else 0.36  # inches: one bar, or two side by side
+    height = max(3.2, 2.0 + per_label * d)
+    if truth is None:
+        fig, ax = plt.subplots(figsize=(8.0, height), layout="constrained")
+        ax.barh(y, counts, height=0.7, color="#4c72b0", label="estimate")
+        bars_at: NDArray[np.float64] = y.astype(np.float64)
     else:
-        fig, axes = plt.subplots(
-            2,
+        fig, (ax, resid) = plt.subplots(
             1,
-            figsize=(width, 7.0),
-            sharex=True,
-            gridspec_kw={"height_ratios": [3, 2]},
+            2,
+            figsize=(11.0, height),
+            sharey=True,
+            gridspec_kw={"width_ratios": [3, 2]},
             layout="constrained",
         )
-        ax = axes[0]
-    ax.bar(x, counts, color="#4c72b0", label="estimate")
-    if yerr is not None:
+        bars_at = y.astype(np.float64) - 0.2
+        ax.barh(bars_at, counts, height=0.4, color="#4c72b0", label="estimate")
+        ax.barh(y + 0.2, truth, height=0.4, color="#dd8452", label="true count")
+        resid.axvline(0.0, color="#888888", linewidth=0.6)
+        if xerr is not None:
+            resid.fill_betweenx(
+                y, -xerr, xerr, step="mid", color="#4c72b0", alpha=0.2, label="±95% of the error"
+            )
+        resid.plot(counts - truth, y, "o", color="#4c72b0", markersize=3, label="estimate − truth")
+        resid.set_xlabel(f"error ({ylabel})")
+        resid.tick_params(axis="y", labelleft=False)
+    if xerr is not None:
         ax.errorbar(
-            x,
             counts,
-            yerr=yerr,
+            bars_at,
+            xerr=xerr,
             fmt="none",
             ecolor="#222222",
             elinewidth=0.8,
             capsize=1.5,
             label="95% interval",
         )
-    if true_counts is not None:
-        truth = np.asarray(true_counts, dtype=np.float64)
-        ax.plot(x, truth, "_", color="#dd4444", markersize=9, mew=2, label="true count")
-        resid = axes[1]
-        resid.axhline(0.0, color="#888888", linewidth=0.6)
-        if yerr is not None:
-            resid.fill_between(
-                x, -yerr, yerr, step="mid", color="#4c72b0", alpha=0.2, label="±95% of the error"
-            )
-        resid.plot(x, counts - truth, "o", color="#4c72b0", markersize=3, label="estimate − truth")
-        resid.set_ylabel(f"error ({ylabel})")
-        legend_outside(resid)
-    ax.axhline(0.0, color="#888888", linewidth=0.6)
-    bottom = axes[-1]
-    if d <= 60:
-        bottom.set_xticks(x, [str(label) for label in labels], rotation=60, fontsize=8)
-    else:
-        step = int(np.ceil(d / 25))
-        bottom.set_xticks(x[::step], [str(labels[i]) for i in x[::step]], rotation=60, fontsize=8)
-    bottom.set_xlabel("value")
-    ax.set_ylabel(ylabel)
+    ax.axvline(0.0, color="#888888", linewidth=0.6)
+    ax.set_yticks(y, names, fontsize=8)
+    ax.set_ylim(d - 0.5, -0.5)  # the first label at the top
+    ax.set_ylabel(textwrap.fill(label_name, 40, break_on_hyphens=False))  # fits a short chart
+    ax.set_xlabel(ylabel)
     ax.set_title(title)
-    legend_outside(ax)
+    handles, legend_labels = [], []
+    for axes in fig.axes:
+        for handle, text in zip(*axes.get_legend_handles_labels(), strict=True):
+            handles.append(handle)
+            legend_labels.append(text)
+    fig.legend(handles, legend_labels, loc="outside lower center", ncol=len(handles), fontsize=8)
     out = Path(path)
     save_readable(fig, out, dpi=120, close=True)  # a temporary file renamed into place
     return out

@@ -3,10 +3,14 @@
 The figures are really drawn (Agg) and measured by ``tests/figure_checks.py``,
 which ``tests/conftest.py`` installs for the whole session: every figure the
 package writes in any test is checked (titles inside the figure, legends over
-no data, tick labels apart) and a problem fails the test that drew it. Here:
-the checker itself, the ``run`` plots of every protocol with long titles and
-the tallest bar at the right, a domain above ``MAX_BARS``, the demo's two
-panels, ``experiment krr-vs-gaussian`` with one and two data sets, and the
+no data, tick labels apart, every bar named, no series under another) and a
+problem fails the test that drew it. Here: the checker itself (and the old
+run plot's failures it now sees: rotated labels on top of each other, 65 of
+87 bars without a name), the ``run`` plots of every protocol with long titles
+and the tallest bar at the right, ``run flip`` at 10, 87 and 336 long labels
+(horizontal bars, the top 40 stated, the column's name on the axis), a
+domain above ``MAX_BARS``, the demo's two panels (truth beside the estimate),
+``experiment krr-vs-gaussian`` with one and two data sets, and the
 docs/figures scripts that draw their own figures. The segmented, per-user and
 near-central experiments' figures are checked in their own tests, which draw
 them anyway (``figure_checks.checked`` there).
@@ -14,6 +18,7 @@ them anyway (``figure_checks.checked`` there).
 
 from __future__ import annotations
 
+import json
 import runpy
 import subprocess
 import sys
@@ -26,7 +31,13 @@ import figure_checks
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.cli import main
 from shuffledp.experiments import ExperimentConfig, run_krr_vs_gaussian
-from shuffledp.plotting import MAX_BARS, plot_histogram_estimate, require_matplotlib
+from shuffledp.plotting import (
+    MAX_BARS,
+    TOP_BARS,
+    plot_histogram_estimate,
+    require_matplotlib,
+    shown_labels,
+)
 
 pytest.importorskip("matplotlib")
 
@@ -65,6 +76,109 @@ def test_the_checker_sees_a_tick_label_cut_by_the_edge():
         plt.close(fig)
     assert any(p.startswith("y tick label") and p.endswith("is clipped") for p in problems)
     assert fine == []
+
+
+#: Kinds of airport, so that the labels' lengths differ (54 to 77 characters).
+KINDS = ("régional", "international de la métropole", "municipal", "de la ville")
+
+
+def _long_labels(d: int) -> list[str]:
+    return [f"Aéroport {KINDS[j % 4]} numéro {j} de Saint-Quelque-Part ({j:03d})" for j in range(d)]
+
+
+def test_the_checker_sees_the_old_run_plots_failures():
+    """The run plot of 0.2: vertical bars, every fourth of 87 labels, rotated 60°; at 50
+    bars (the top of a larger domain) each label rotated onto its neighbours."""
+    plt = require_matplotlib()
+    problems = []
+    for d, step in ((87, 4), (50, 1)):
+        fig, ax = plt.subplots(figsize=(min(16.0, 0.12 * d + 3.0), 4.5), layout="constrained")
+        try:
+            x = np.arange(d)
+            ax.bar(x, np.linspace(100, 1, d), label="estimate")
+            labels = _long_labels(d)
+            ax.set_xticks(x[::step], labels[::step], rotation=60, fontsize=8)
+            problems.append(figure_checks.readability_problems(fig))
+        finally:
+            plt.close(fig)
+    assert "65 bars of axes 0 have no label on the x axis" in problems[0]
+    assert any(p.startswith("rotated x tick labels") for p in problems[1]), problems[1]
+
+
+def test_the_checker_sees_a_series_under_another():
+    plt = require_matplotlib()
+    fig, ax = plt.subplots(figsize=(6, 4.5), layout="constrained")
+    try:
+        x = np.arange(5)
+        ax.bar(x, [1, 2, 3, 4, 5], width=0.4, color="#dd8452", label="true count")
+        ax.bar(x, [2, 3, 4, 5, 6], width=0.8, color="#4c72b0", label="estimate")
+        ax.set_xticks(x, list("abcde"))
+        problems = figure_checks.readability_problems(fig)
+    finally:
+        plt.close(fig)
+    assert problems == ["bars 'true count' hidden under bars 'estimate' in axes 0"]
+
+
+def _spy_on_figures(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
+    """Record, for each figure plot_histogram_estimate saves, what its first axes shows."""
+    import shuffledp.plotting as plotting
+
+    seen: list[dict[str, object]] = []
+    original = plotting.save_readable
+
+    def spy(fig, path, **options):
+        ax = fig.axes[0]
+        written = original(fig, path, **options)  # titles wrapped, then measured
+        seen.append(
+            {
+                "ylabel": ax.get_ylabel(),
+                "xlabel": ax.get_xlabel(),
+                "title": ax.get_title().replace("\n", " "),
+                "names": [t.get_text() for t in ax.get_yticklabels()],
+                "bars": [len(c.patches) for c in ax.containers if hasattr(c, "orientation")],
+                "horizontal": all(c.orientation == "horizontal" for c in ax.containers
+                                  if hasattr(c, "orientation")),
+            }
+        )  # fmt: skip
+        return written
+
+    monkeypatch.setattr(plotting, "save_readable", spy)
+    return seen
+
+
+@pytest.mark.parametrize("d", [10, 87, 336])
+def test_run_flip_plot_at_many_long_labels(d, tmp_path, monkeypatch, capsys):
+    labels = _long_labels(d)
+    weights = 1.0 / np.arange(1, d + 1) ** 1.1
+    rng = np.random.default_rng(d)
+    values = rng.choice(labels, p=weights / weights.sum(), size=20_000)
+    data = tmp_path / "airports.csv"
+    data.write_text("destination_airport\n" + "\n".join(values) + "\n")
+    (tmp_path / "domain.txt").write_text("\n".join(labels) + "\n")
+    seen = _spy_on_figures(monkeypatch)
+    plot = tmp_path / "flip.png"
+    argv = [
+        "run", "flip", "--input", str(data), "--column", "destination_airport",
+        "--domain-file", str(tmp_path / "domain.txt"), "--epsilon", "1", "--delta", "1e-6",
+        "--seed", "1", "--output", str(tmp_path / "r.json"), "--plot", str(plot), "--quiet",
+    ]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    assert figure_checks.checked(plot)
+    (figure,) = seen
+    release = json.loads((tmp_path / "r.json").read_text())
+    counts = np.array(release["estimate"]["counts"], dtype=np.float64)
+    drawn = min(d, TOP_BARS)
+    if d > MAX_BARS:
+        order = np.argsort(-counts, kind="stable")[:TOP_BARS]
+        assert f"top {TOP_BARS} of {d} labels by estimate" in figure["title"]
+        assert "all labels are in the JSON release" in figure["title"]
+    else:
+        order = np.arange(d)
+        assert "top" not in figure["title"]
+    assert figure["names"] == shown_labels([release["domain"][i] for i in order])[0]
+    assert figure["bars"] == [drawn] and figure["horizontal"]
+    assert figure["ylabel"] == "destination_airport" and figure["xlabel"] == "users"
+    assert "shortened" in figure["title"]  # the labels are 54 to 77 characters long
 
 
 @pytest.fixture
@@ -152,21 +266,12 @@ def test_segmented_run_plot_says_what_it_counts(tmp_path, capsys):
     assert "sets had more than 2 items and were sampled" in summary
 
 
-def test_segmented_ylabel_is_the_estimand(monkeypatch, tmp_path):
-    import shuffledp.plotting as plotting
-
-    seen = {}
-    original = plotting.save_readable
-
-    def spy(fig, path, **options):
-        seen["ylabel"] = fig.axes[0].get_ylabel()
-        return original(fig, path, **options)
-
-    monkeypatch.setattr(plotting, "save_readable", spy)
+def test_segmented_count_axis_is_the_estimand(monkeypatch, tmp_path):
+    seen = _spy_on_figures(monkeypatch)
     est = HistogramEstimate(LABELS, np.arange(5.0), np.ones(5), 10, "segmented-pooled", True)
     ylabel = "users whose set holds the item\n(sets of more than 2 items sampled to 2)"
-    plot_histogram_estimate(est, tmp_path / "p.png", ylabel=ylabel)
-    assert seen["ylabel"] == ylabel
+    plot_histogram_estimate(est, tmp_path / "p.png", ylabel=ylabel, label_name="item")
+    assert seen[0]["xlabel"] == ylabel and seen[0]["ylabel"] == "item"
 
 
 def test_many_bins_and_the_demo(tmp_path, capsys):

@@ -137,8 +137,9 @@ def execute(args: argparse.Namespace) -> int:
         true_counts=truth,
         title=(
             f"FLIP demo: n={n}, ε={epsilon:g}, δ={run.privacy.delta:.2g} "
-            "(bars: estimate, red: truth)"
+            "(blue: estimate, orange: truth)"
         ),
+        listing_note="all labels are in flip_demo.json",
     )
     context = ReleaseContext(
         domain_source="synthetic",

@@ -77,12 +77,21 @@ def write_release(
     """Plot ``estimate`` (if asked), then write ``result`` as JSON; return where it went.
 
     The JSON goes to ``output`` (atomically) or to stdout; nothing is written
-    before the plot succeeds. ``ylabel`` says what the plot's counts count.
+    before the plot succeeds. ``ylabel`` says what the plot's counts count;
+    the labels' axis is named after the input column (``result["input"]``).
     """
     if plot is not None:
         from shuffledp.plotting import plot_histogram_estimate
 
-        plot_histogram_estimate(estimate, plot, title=title, ylabel=ylabel)
+        given = result.get("input", {})
+        plot_histogram_estimate(
+            estimate,
+            plot,
+            title=title,
+            ylabel=ylabel,
+            label_name=str(given.get("column") or given.get("item_column") or "value"),
+            listing_note="all labels are in the JSON release",
+        )
     text = json.dumps(command_line_document(result), indent=2) + "\n"
     if output is None:
         sys.stdout.write(text)
