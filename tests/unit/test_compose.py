@@ -204,7 +204,7 @@ def test_reports_from_json_round_trips():
     assert read[2].assumptions == (
         "privacy object #3 (gaussian) is taken at the (epsilon, delta) it states, (1.0, 1e-06), "
         "because the caller said so (accept_stated=True): no certificate here re-derives it "
-        "from its parameters",
+        "from the parameters it records",
     )
     composed = compose(*read, same_users=True)
     assert composed.epsilon <= 3.0

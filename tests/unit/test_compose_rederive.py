@@ -300,3 +300,41 @@ def test_a_release_composed_with_itself_evaluates_its_certificate_once() -> None
     after = rd._cached_delta.cache_info()
     assert after.misses - before.misses <= 1  # one evaluation, or none if cached already
     assert math.isfinite(report.delta)
+
+
+def test_a_correlated_add_remove_report_needs_its_domain_size() -> None:
+    """The add/remove certificate composes all d bins: only the whole release records d."""
+    noise = CorrelatedNoise.from_a(0.9, 16.0, 0.98)
+    size = {"domain_size": 3, "min_honest": 1000}
+    report = PrivacyReport(
+        ApproxDP(1.0, correlated_delta(1.0, noise, neighbours="add-remove", **size)),
+        rd.CORRELATED_METHOD,
+        BoundKind.UPPER,
+        N,
+        neighbouring="add-remove: one user present or absent",
+        parameters={
+            "a": noise.a,
+            "alpha": noise.alpha,
+            "flood_r": 16.0,
+            "flood_q": 0.98,
+            "min_honest": 1000,
+            "neighbours": "add-remove",
+        },
+    )
+    # in Python, without it: the caller's own claim, which the total says
+    total = compose(report)
+    assert total.parameters["components"][0]["basis"] == "stated"
+    assert "enters at the (epsilon, delta) it states" in total.assumptions[0]
+    # from a file: refused (give the whole release), unless taken as stated
+    with pytest.raises(rd.MissingContextError, match="give the whole release"):
+        reports_from_json([report.to_dict()])
+    # the whole release records its domain: re-derived, and an edit is caught
+    release = {"privacy": report.to_dict(), "n": N, "domain": ["A", "B", "C"], "parameters": {}}
+    (read,) = reports_from_json([release])
+    assert read == report
+    # with the size in its parameters it needs no document
+    recorded = dataclasses.replace(report, parameters={**report.parameters, "domain_size": 3})
+    assert compose(recorded).parameters["components"][0]["basis"].startswith("re-derived")
+    release["privacy"]["delta"] = report.delta / 10
+    with pytest.raises(InvalidParameterError, match="d=3, min_honest=1000 gives delta"):
+        reports_from_json([release])

@@ -80,6 +80,7 @@ from shuffledp.accounting.composition.rederive import (
     FLIP_METHOD,
     KRR_METHOD,
     RELATIVE_TOLERANCE,
+    MissingContextError,
     message_bound_parties,
     number_parameter,
     rederive,
@@ -593,7 +594,12 @@ def _rederive_one(
     """
     if report.method in _COMPOSED_METHODS and "components" in report.parameters:
         return _recompose(report, where, accept_stated=accept_stated)
-    found = rederive(report, where=where, parties=parties, domain_size=domain_size)
+    try:
+        found = rederive(report, where=where, parties=parties, domain_size=domain_size)
+    except MissingContextError:
+        if not accept_stated:
+            raise
+        return report, _STATED  # e.g. a report passed in Python without its domain size
     if found is not None:
         return found
     if not accept_stated:
@@ -642,8 +648,8 @@ def _stated_statement(items: list[PrivacyReport], bases: list[str]) -> str | Non
         f"{plural(len(stated), 'release')} of the {len(items)} ({methods}) "
         f"{'enters' if len(stated) == 1 else 'enter'} at the (epsilon, delta) "
         f"{'it states' if len(stated) == 1 else 'they state'}: no certificate here "
-        "re-derives such a guarantee from its parameters, so the total is only as good as "
-        "that claim (the caller's own)"
+        "re-derives such a guarantee from the parameters it records, so the total is only as "
+        "good as that claim (the caller's own)"
     )
 
 
@@ -1226,7 +1232,8 @@ def _report_from_json(raw: Mapping[str, Any], where: str, accept_stated: bool) -
         return entered
     statement = Worded(
         "{where} ({method}) is taken at the (epsilon, delta) it states, {stated}, because "
-        "the caller said so ({accept}): no certificate here re-derives it from its parameters",
+        "the caller said so ({accept}): no certificate here re-derives it from the parameters "
+        "it records",
         where=where,
         method=report.method,
         stated=f"({report.epsilon!r}, {report.delta!r})",

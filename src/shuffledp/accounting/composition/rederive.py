@@ -108,6 +108,7 @@ __all__ = [
     "SEGMENTED_METHODS",
     "SEGMENTED_RELATION",
     "Certificate",
+    "MissingContextError",
     "Rederived",
     "certificate_for",
     "check_stated",
@@ -137,6 +138,14 @@ RELATIVE_TOLERANCE = 1e-9
 
 #: Largest ε the refusal's search for the certified ε at the stated δ looks at.
 _EPSILON_SEARCH_MAX = 64.0
+
+
+class MissingContextError(InvalidParameterError):
+    """A known method's certificate needs what only the whole release records.
+
+    (A correlated report under add/remove: the domain size.) A caller may take
+    such a report at its stated guarantee as their own claim.
+    """
 
 
 def number_parameter(
@@ -275,10 +284,10 @@ def _correlated(
         # The usual add/remove relation composes all d bins at m honest users' noise.
         d = parameters.get("domain_size", domain_size)
         if d is None:
-            raise InvalidParameterError(
+            raise MissingContextError(
                 f"a {CORRELATED_METHOD!r} report under add-remove needs the domain size its "
-                "certificate composes over, which a privacy object alone does not record: "
-                "give the whole release"
+                "certificate composes over (parameters['domain_size']), which a privacy "
+                "object alone does not record: give the whole release"
             )
         m = number_parameter(CORRELATED_METHOD, parameters, "min_honest", integer=True)
         size = {"domain_size": d, "min_honest": m}
@@ -668,7 +677,9 @@ def rederive(
         InvalidParameterError: If the method is known but its parameters are
             missing or inconsistent, it states another neighbouring relation than
             its certificate's, or its stated guarantee is below the certificate's
-            (naming ``where``, the stated pair and what the parameters certify).
+            (naming ``where``, the stated pair and what the parameters certify);
+            :class:`MissingContextError` if the certificate needs what only the
+            whole release records.
     """
     try:
         if report.parameters.get("personalized") is True:
@@ -681,7 +692,7 @@ def rederive(
     except InvalidParameterError as exc:
         if str(exc).startswith(where):
             raise
-        raise InvalidParameterError(f"{where}: {exc}") from None
+        raise type(exc)(f"{where}: {exc}") from None
     if certificate is None:
         return None
     _check_relation(report, certificate, where)
