@@ -55,9 +55,11 @@ def test_the_shuffler_cannot_read_a_report(deploy, protocol):
 
     # What the shuffler stores does not decrypt without the analyzer's key.
     conn = sqlite3.connect(dep.shuffler_db)
-    (messages,) = conn.execute("SELECT messages FROM submissions LIMIT 1").fetchone()
+    # (a waiting ciphertext sits in a slot, after its one-byte kind)
+    query = "SELECT content FROM slots WHERE substr(content, 1, 1) = X'4D' LIMIT 1"
+    (content,) = conn.execute(query).fetchone()
     conn.close()
-    ciphertext = bytes(messages[:CIPHERTEXT_LENGTH])
+    ciphertext = bytes(content[1 : 1 + CIPHERTEXT_LENGTH])
     assert ciphertext in {c for s in subs for c in s.ciphertexts}
     suite, info = hpke_suite(), hpke_info(dep.task.task_id)
     with pytest.raises(InvalidTag):

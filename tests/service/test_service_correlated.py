@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import struct
 
 import httpx
@@ -34,6 +35,7 @@ from shuffledp.service.shuffler import (
 )
 from shuffledp.service.task import new_id
 from shuffledp.service.wire import (
+    CIPHERTEXT_LENGTH,
     MessageSealer,
     hpke_info,
     hpke_suite,
@@ -149,8 +151,12 @@ def test_hostile_submissions(deploy):
     version2 = hpke_suite().encrypt(struct.pack(">BI", 2, 1), key, info=hpke_info(task.task_id))
     bad = [beyond.seal(2 * D), beyond.seal(2**32 - 1), version2]
     assert dep.post_ciphertexts(bad).status_code == 200
-    # At the cap: accepted, and it moves bin 0 by the whole cap (the poisoning a cap allows).
-    assert dep.post_ciphertexts([plus_zero] * cap).status_code == 200
+    # The same ciphertext twice is a copy: refused (400), even below the cap.
+    twice = dep.post_ciphertexts([plus_zero] * 2)
+    assert twice.status_code == 400 and "a ciphertext repeats" in twice.json()["error"]
+    # At the cap, each sealed afresh: accepted, and it moves bin 0 by the whole cap (the
+    # poisoning a cap allows).
+    assert dep.post_ciphertexts(sealer.seal_all([0] * cap)).status_code == 200
 
     honest = dep.client(seed=4).submit_many([DOMAIN[i % D] for i in range(98)], per_request=49)
     dep.wait_aggregated(100)
@@ -160,7 +166,7 @@ def test_hostile_submissions(deploy):
     expected[0] += cap
     assert stored_counts(dep).tolist() == expected.tolist()
     rejected = dep.shuffler_metrics()["rejected"]
-    assert rejected["invalid_ciphertexts"] == 2
+    assert rejected["invalid_ciphertexts"] == 3
     clean = expected_counts(honest, 2 * D)
     assert dep.estimate().json()["estimate"]["counts"][0] == clean[0] - clean[1] + cap
 
@@ -231,8 +237,9 @@ def test_a_submission_at_the_cap_past_4_mib_is_within_the_default_body_limit(dep
     cap = task.max_messages_per_submission
     limit = submission_body_bytes(cap)
     assert limit > DEFAULT_MAX_BODY_BYTES
-    one = MessageSealer(public_key_from_b64(task.public_key), task.task_id, 2 * 10_000).seal(0)
-    at_cap = dep.post_ciphertexts([one] * cap)
+    # Distinct ciphertexts (a copy would be refused); random bytes, which the shuffler
+    # cannot tell from sealed messages, are enough for the body's size.
+    at_cap = dep.post_ciphertexts([os.urandom(CIPHERTEXT_LENGTH) for _ in range(cap)])
     assert at_cap.status_code == 200, at_cap.text
     over = httpx.post(dep.submissions_url, content=b"x" * (limit + 1), timeout=60)
     assert over.status_code == 413 and over.json()["reason"] == "body_too_large"

@@ -13,7 +13,12 @@ import numpy as np
 import psycopg
 import pytest
 from _deploy import free_port, make_deployment
-from _store_checks import check_analyzer_records_each_batch_once
+from _store_checks import (
+    check_analyzer_counts_each_replay_key_once,
+    check_analyzer_records_each_batch_once,
+    check_shuffler_refuses_copies_it_holds,
+    key,
+)
 from test_service_store import TASK, _sub, _submit
 
 from shuffledp._optional import MissingExtraError
@@ -170,6 +175,15 @@ def test_duplicates_are_no_ops_and_clients_are_unique(shuffler_store):
     assert shuffler_store.stats()["submissions_stored"] == 4
 
 
+def test_shuffler_refuses_copies_it_holds(postgres_url):
+    def reopen(store):
+        store.close()
+        return PostgresShufflerStore(postgres_url, TASK)
+
+    store = PostgresShufflerStore(postgres_url, TASK)
+    check_shuffler_refuses_copies_it_holds(store, reopen).close()
+
+
 def test_cut_batch_takes_everything_permutes_and_forgets(shuffler_store, postgres_url):
     subs = [_sub(n) for n in (0, 1, 2, 3, 1, 1)]
     assert _submit(shuffler_store, subs[:3], 6).batch is None
@@ -222,6 +236,7 @@ def test_only_the_listed_columns_are_stored(postgres_url, shuffler_store):
         ("batches", "sent"),
         ("counters", "name"),
         ("counters", "value"),
+        ("held_keys", "enc"),
         ("meta", "key"),
         ("meta", "value"),
         ("submissions", "submission_id"),
@@ -329,6 +344,7 @@ def test_analyzer_records_each_batch_once(postgres_url):
     store = PostgresAnalyzerStore(postgres_url, TASK)
     try:
         check_analyzer_records_each_batch_once(store)
+        check_analyzer_counts_each_replay_key_once(store)
     finally:
         store.close()
 
@@ -346,18 +362,22 @@ def test_analyzer_deduplicates_concurrent_calls(postgres_url):
         aggregated: list[bool] = []
 
         def aggregate(i: int) -> None:
-            for b in batches:
-                counts = np.array([4, 0, 0, 0], dtype=np.int64)
-                agg = Aggregation(b.batch_id, counts, undecryptable=1)
+            for j, b in enumerate(batches):
+                # three keys of its own and one every batch shares: counted once in all
+                keys = (key(100 + j), key(200 + j), key(300 + j), key(7))
+                indices = np.zeros(4, dtype=np.int64)
+                agg = Aggregation(b.batch_id, indices, keys, 4, undecryptable=1)
                 aggregated.append(stores[i % 2].record_aggregation(agg))
                 stores[i % 2].add_metrics({"batches_duplicate": 1, "unused": 0})
 
         _in_threads(8, aggregate)
-        assert aggregated.count(True) == 5
+        recorded = [r for r in aggregated if r is not None]
+        assert len(recorded) == 5 and sum(r.duplicates for r in recorded) == 4
         totals = stores[0].totals(4)
-        assert totals.counts.tolist() == [20, 0, 0, 0] and totals.n_batches == 5
+        assert totals.counts.tolist() == [16, 0, 0, 0] and totals.n_batches == 5
         metrics = stores[1].metrics()
         assert metrics["batches_aggregated"] == 5 and metrics["messages_undecryptable"] == 5
+        assert metrics["messages_duplicate"] == 4
         assert metrics["batches_duplicate"] == 40 and "unused" not in metrics
         assert (metrics["users_aggregated"], metrics["batches_pending"]) == (20, 0)
     finally:

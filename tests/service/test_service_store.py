@@ -6,7 +6,11 @@ import sqlite3
 import threading
 
 import pytest
-from _store_checks import check_analyzer_records_each_batch_once
+from _store_checks import (
+    check_analyzer_counts_each_replay_key_once,
+    check_analyzer_records_each_batch_once,
+    check_shuffler_refuses_copies_it_holds,
+)
 
 from shuffledp.service.shuffler import permute_messages
 from shuffledp.service.sqlite_store import SQLiteAnalyzerStore, SQLiteShufflerStore
@@ -136,6 +140,7 @@ def test_analyzer_records_each_batch_once(tmp_path):
     store = SQLiteAnalyzerStore(tmp_path / "a.db", TASK)
     try:
         check_analyzer_records_each_batch_once(store)
+        check_analyzer_counts_each_replay_key_once(store)
     finally:
         store.close()
 
@@ -144,3 +149,13 @@ def test_content_digest_ignores_order():
     rows = [bytes([i]) * CIPHERTEXT_LENGTH for i in range(5)]
     assert content_digest(b"".join(rows), 53) == content_digest(b"".join(rows[::-1]), 53)
     assert content_digest(b"".join(rows), 53) != content_digest(b"".join(rows[:4]), 53)
+
+
+def test_shuffler_refuses_copies_it_holds(tmp_path):
+    path = tmp_path / "s.db"
+
+    def reopen(store):
+        store.close()
+        return SQLiteShufflerStore(path, TASK)
+
+    check_shuffler_refuses_copies_it_holds(SQLiteShufflerStore(path, TASK), reopen).close()

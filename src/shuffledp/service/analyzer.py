@@ -53,7 +53,6 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
-import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -73,7 +72,7 @@ from shuffledp.service._server import (
 from shuffledp.service._testhooks import crash_point
 from shuffledp.service.operations import install_operations
 from shuffledp.service.shuffler import BATCH_FORMAT, DEFAULT_MAX_SUBMISSIONS_PER_REQUEST
-from shuffledp.service.store_common import content_digest
+from shuffledp.service.store_common import REPLAY_KEY_LENGTH, content_digest
 from shuffledp.service.store_protocols import (
     Aggregation,
     AnalyzerStore,
@@ -227,11 +226,20 @@ class Aggregator(BackgroundWorker):
         self._loop(self.step, "aggregation step")
 
     def aggregate(self, batch: ReceivedBatch) -> Aggregation:
-        """Decrypt and count one batch (no side effect)."""
+        """Decrypt and decode one batch: each good message's index and replay key (no effect)."""
         opened = self.opener.open_payload(batch.payload)
-        size = self.task.message_domain_size
-        counts = np.bincount(opened.indices, minlength=size).astype(np.int64)
-        return Aggregation(batch.batch_id, counts, opened.undecryptable, opened.undecodable)
+        keys = tuple(
+            batch.payload[start : start + REPLAY_KEY_LENGTH]
+            for start in (opened.positions * CIPHERTEXT_LENGTH).tolist()
+        )
+        return Aggregation(
+            batch.batch_id,
+            opened.indices,
+            keys,
+            self.task.message_domain_size,
+            opened.undecryptable,
+            opened.undecodable,
+        )
 
     def step(self) -> bool:
         """Aggregate every pending batch; return True when none is left."""
@@ -239,9 +247,18 @@ class Aggregator(BackgroundWorker):
             if self._stop.is_set():
                 return False
             result = self.aggregate(self.store.load_batch(batch_id))
-            if self.store.record_aggregation(result):
-                bad = result.undecryptable + result.undecodable
-                _log.info("aggregated batch %s (%d messages rejected)", batch_id, bad)
+            recorded = self.store.record_aggregation(result)
+            if recorded is None:
+                continue
+            bad = result.undecryptable + result.undecodable
+            _log.info("aggregated batch %s (%d messages rejected)", batch_id, bad)
+            if recorded.duplicates:
+                _log.warning(
+                    "batch %s: %d messages are copies of messages counted before (a replay); "
+                    "dropped",
+                    batch_id,
+                    recorded.duplicates,
+                )
         return True
 
 

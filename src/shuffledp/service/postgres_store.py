@@ -70,10 +70,12 @@ from shuffledp.service.store_common import (
     analyzer_metrics,
     batch_ids_from_rows,
     check_meta,
+    distinct_keys,
     expected_meta,
     new_outbox_batch,
     outbox_batch_from_row,
     received_batch_from_row,
+    replay_keys,
     shuffler_stats,
     totals_from_rows,
 )
@@ -81,10 +83,12 @@ from shuffledp.service.store_protocols import (
     AggregateTotals,
     Aggregation,
     BatchConflictError,
+    CiphertextAlreadyHeldError,
     ClientAlreadySubmittedError,
     NewSubmission,
     OutboxBatch,
     ReceivedBatch,
+    RecordedAggregation,
     StoreError,
     SubmitOutcome,
 )
@@ -135,6 +139,7 @@ CREATE TABLE IF NOT EXISTS submissions(
 CREATE INDEX IF NOT EXISTS submissions_unbatched ON submissions(submission_id)
     WHERE batch_id IS NULL;
 CREATE TABLE IF NOT EXISTS used_clients(client_id TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS held_keys(enc BYTEA PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS batches(
     seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
     batch_id TEXT PRIMARY KEY,
@@ -166,7 +171,12 @@ CREATE TABLE IF NOT EXISTS batch_counts(
     PRIMARY KEY (batch_id, bin)
 );
 CREATE TABLE IF NOT EXISTS metrics(name TEXT PRIMARY KEY, value BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS counted_messages(enc BYTEA PRIMARY KEY);
 """
+
+#: ``meta`` key recorded once every aggregated batch's replay keys are in
+#: ``counted_messages`` (and, for the shuffler, every waiting ciphertext's in ``held_keys``).
+REPLAY_KEYS_META = "replay_keys"
 
 _URL_FORM = "postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DBNAME[?PARAM=VALUE&...]"
 
@@ -457,14 +467,21 @@ class PostgresDatabase:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             conn.execute(_META)
             found = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+            if found:  # another role's or task's database is refused before it is changed
+                check_meta(found, self.where, role, task_id)
+            # Every open: a store of an earlier version gains the tables added since.
+            conn.execute(schema)
             if not found:
-                conn.execute(schema)
                 found = expected_meta(role, task_id)
                 with conn.cursor() as cursor:
                     cursor.executemany(
                         "INSERT INTO meta(key, value) VALUES (%s, %s)", list(found.items())
                     )
-            check_meta(found, self.where, role, task_id)
+            if REPLAY_KEYS_META not in found:
+                _backfill_replay_keys(conn, role)
+                conn.execute(
+                    "INSERT INTO meta(key, value) VALUES (%s, 'complete')", (REPLAY_KEYS_META,)
+                )
             return found
 
         self.write(run)
@@ -489,6 +506,48 @@ def _one(conn: Connection[Any], sql: str, params: Sequence[Any] = ()) -> tuple[A
     return tuple(row)
 
 
+def _insert_keys(conn: Connection[Any], table: str, keys: Sequence[bytes]) -> list[bytes]:
+    """Insert the replay keys ``table`` does not hold; return those (``ON CONFLICT DO NOTHING``).
+
+    A key another transaction is inserting is waited for, then skipped if it
+    committed: two transactions never both insert one.
+    """
+    if not keys:
+        return []
+    rows = conn.execute(
+        f"INSERT INTO {table}(enc) SELECT unnest(%s::bytea[]) ON CONFLICT DO NOTHING RETURNING enc",
+        (list(keys),),
+    ).fetchall()
+    return [bytes(row[0]) for row in rows]
+
+
+def _backfill_replay_keys(conn: Connection[Any], role: str) -> None:
+    """Keep the replay keys a store of an earlier version did not (inside the opening transaction).
+
+    Analyzer: every message of every aggregated batch (the store cannot tell
+    which did not decrypt: such a key could only make a later message with the
+    same key a copy, and only an attacker who saw that message first could have
+    sent it); copies counted before stay counted, and a warning says how many
+    keys repeat. Shuffler: every waiting ciphertext's key.
+    """
+    if role == "analyzer":
+        repeated = 0
+        for (payload,) in conn.execute("SELECT payload FROM batches WHERE aggregated").fetchall():
+            keys = replay_keys(bytes(payload))
+            repeated += len(keys) - len(_insert_keys(conn, "counted_messages", list(set(keys))))
+        if repeated:
+            _log.warning(
+                "%d messages of batches aggregated before replay keys were kept repeat a key "
+                "counted before: they were counted more than once",
+                repeated,
+            )
+        return
+    rows = conn.execute(
+        "SELECT messages FROM submissions WHERE batch_id IS NULL AND messages IS NOT NULL"
+    ).fetchall()
+    _insert_keys(conn, "held_keys", [k for row in rows for k in replay_keys(bytes(row[0]))])
+
+
 def _lock_waiting(conn: Connection[Any]) -> int:
     """Lock the ``unbatched`` counter's row until COMMIT (serialises submits and cuts)."""
     return int(_one(conn, "SELECT value FROM counters WHERE name = 'unbatched' FOR UPDATE")[0])
@@ -508,7 +567,7 @@ def _cut(
     rows = conn.execute("SELECT messages FROM submissions WHERE batch_id IS NULL").fetchall()
     if len(rows) < min_users:  # pragma: no cover - the counter is transactional
         raise StoreError(f"unbatched counter says {waiting}, found {len(rows)} rows")
-    batch = new_outbox_batch([bytes(row[0]) for row in rows], permute)
+    batch = new_outbox_batch(b"".join(bytes(row[0]) for row in rows), len(rows), permute)
     conn.execute(
         "INSERT INTO batches(batch_id, payload, n_users, n_messages) VALUES (%s, %s, %s, %s)",
         (batch.batch_id, batch.payload, batch.n_users, batch.n_messages),
@@ -517,6 +576,7 @@ def _cut(
         "UPDATE submissions SET messages = NULL, batch_id = %s WHERE batch_id IS NULL",
         (batch.batch_id,),
     )
+    conn.execute("DELETE FROM held_keys")
     conn.execute("UPDATE counters SET value = 0 WHERE name = 'unbatched'")
     crash_point("cut-before-commit")
     return batch
@@ -575,6 +635,9 @@ class PostgresShufflerStore:
                 )
             if not new:
                 return SubmitOutcome(0, len(subs), waiting, None)
+            keys = [k for s in new for k in replay_keys(s.messages)]
+            if len(_insert_keys(conn, "held_keys", keys)) != len(keys):
+                raise CiphertextAlreadyHeldError()
             cursor = conn.execute(
                 "INSERT INTO submissions(submission_id, messages) "
                 "SELECT * FROM unnest(%s::text[], %s::bytea[]) "
@@ -736,18 +799,23 @@ class PostgresAnalyzerStore:
         )
         return received_batch_from_row(batch_id, row)
 
-    def record_aggregation(self, aggregation: Aggregation) -> bool:
+    def record_aggregation(self, aggregation: Aggregation) -> RecordedAggregation | None:
         """See :meth:`AnalyzerStore.record_aggregation`."""
-        counted, bins, deltas = aggregation_changes(aggregation)
+        keys = distinct_keys(aggregation)
 
-        def run(conn: Connection[Any]) -> bool:
+        def run(conn: Connection[Any]) -> RecordedAggregation | None:
             cursor = conn.execute(
-                "UPDATE batches SET aggregated = true, n_counted = %s "
-                "WHERE batch_id = %s AND NOT aggregated",
-                (counted, aggregation.batch_id),
+                "UPDATE batches SET aggregated = true WHERE batch_id = %s AND NOT aggregated",
+                (aggregation.batch_id,),
             )
             if cursor.rowcount == 0:
-                return False
+                return None
+            new = set(_insert_keys(conn, "counted_messages", keys))
+            recorded, bins, deltas = aggregation_changes(aggregation, new)
+            conn.execute(
+                "UPDATE batches SET n_counted = %s WHERE batch_id = %s",
+                (recorded.counted, aggregation.batch_id),
+            )
             if bins:
                 conn.execute(
                     "INSERT INTO batch_counts(batch_id, bin, count) "
@@ -756,7 +824,7 @@ class PostgresAnalyzerStore:
                 )
             _add_metrics(conn, deltas)
             crash_point("aggregate-before-commit")
-            return True
+            return recorded
 
         return self.db.write(run)
 

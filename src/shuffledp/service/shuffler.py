@@ -10,7 +10,8 @@ HTTP API (JSON):
   malformed submission, a ciphertext of the wrong length, too many
   ciphertexts), 401/403 (token missing/invalid when the task admits one
   submission per client), 404 (other task), 409 (the client already submitted
-  under another id), 413 (body too large), 503 (store unavailable; retry).
+  under another id, or a ciphertext the shuffler holds already), 413 (body too
+  large), 503 (store unavailable; retry).
 * ``GET /v1/tasks/{task_id}``: the public task document.
 * ``GET /v1/health`` and ``GET /v1/metrics`` (counters, rejections by reason);
   ``GET /v1/ready``, ``GET /v1/version`` and ``GET /metrics`` (Prometheus) from
@@ -80,7 +81,9 @@ from shuffledp.service._server import (
 )
 from shuffledp.service._testhooks import crash_point
 from shuffledp.service.operations import install_operations
+from shuffledp.service.store_common import REPLAY_KEY_LENGTH, replay_keys
 from shuffledp.service.store_protocols import (
+    CiphertextAlreadyHeldError,
     ClientAlreadySubmittedError,
     NewSubmission,
     OutboxBatch,
@@ -264,6 +267,7 @@ def parse_submissions(
             return checked
     out: list[NewSubmission] = []
     seen: set[str] = set()
+    keys: set[bytes] = set()
     for item in items:
         if not isinstance(item, dict) or not item.keys() <= _SUBMISSION_KEYS:
             raise RejectedError(
@@ -300,6 +304,14 @@ def parse_submissions(
                 client_id = verify_token(token_key, task.task_id, token)
             except TokenError as exc:
                 raise RejectedError(403, "invalid_token", str(exc)) from None
+        before = len(keys)
+        keys.update(replay_keys(messages))
+        if len(keys) != before + len(messages) // CIPHERTEXT_LENGTH:
+            raise RejectedError(
+                400,
+                "invalid_ciphertexts",
+                "a ciphertext repeats in the request (every message is sealed afresh)",
+            )
         out.append(NewSubmission(sid, messages, client_id))
     return out
 
@@ -339,6 +351,8 @@ def _parse_well_formed(items: list[Any], low: int, high: int) -> list[NewSubmiss
         return None
     if raw and set(map(len, raw)) != {CIPHERTEXT_LENGTH}:
         return None
+    if len({ct[:REPLAY_KEY_LENGTH] for ct in raw}) != len(raw):
+        return None  # a ciphertext repeats
     if counts == {1}:
         return [NewSubmission(sid, message) for sid, message in zip(ids, raw, strict=True)]
     out: list[NewSubmission] = []
@@ -534,6 +548,16 @@ def create_shuffler_app(
                 {
                     "error": "this client already submitted (one submission per client)",
                     "reason": "client_already_submitted",
+                },
+                status_code=409,
+            )
+        except CiphertextAlreadyHeldError:
+            metrics.reject("ciphertext_replayed")
+            return JSONResponse(
+                {
+                    "error": "a ciphertext of this request is held already (a copy of a "
+                    "waiting submission's message): every message is sealed afresh",
+                    "reason": "ciphertext_replayed",
                 },
                 status_code=409,
             )

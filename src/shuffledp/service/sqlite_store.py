@@ -34,11 +34,14 @@ be opened for another role or task.
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import logging
 import os
 import queue
+import secrets
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,15 +49,18 @@ from typing import Any, Generic, TypeVar
 
 from shuffledp.service._testhooks import crash_point
 from shuffledp.service.store_common import (
+    REPLAY_KEY_LENGTH,
     aggregation_changes,
     analyzer_metrics,
     batch_ids_from_rows,
     check_meta,
     content_digest,
+    distinct_keys,
     expected_meta,
     new_outbox_batch,
     outbox_batch_from_row,
     received_batch_from_row,
+    replay_keys,
     shuffler_stats,
     totals_from_rows,
 )
@@ -62,13 +68,17 @@ from shuffledp.service.store_protocols import (
     AggregateTotals,
     Aggregation,
     BatchConflictError,
+    CiphertextAlreadyHeldError,
     ClientAlreadySubmittedError,
     NewSubmission,
     OutboxBatch,
     ReceivedBatch,
+    RecordedAggregation,
     StoreError,
     SubmitOutcome,
 )
+from shuffledp.service.wire import CIPHERTEXT_LENGTH
+from shuffledp.shuffler.uniform import secure_permutation
 
 __all__ = [
     "SQLiteAnalyzerStore",
@@ -86,6 +96,8 @@ _log = logging.getLogger("shuffledp.service")
 
 #: Most queued writes committed together.
 MAX_GROUP = 1024
+#: Under load, the longest a requested WAL checkpoint waits (seconds; at once when idle).
+CHECKPOINT_SECONDS = 0.05
 #: The writer's page cache (KiB). Submission ids are random keys, so every insert
 #: lands on a random page of a table that only grows: a cache that holds the
 #: table saves a read per insert.
@@ -94,8 +106,11 @@ _CHUNK = 500  # SQL variables per statement (an IN (...) list, a multi-row INSER
 
 _META = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
 
-#: The shuffler's tables. WITHOUT ROWID: rows are ordered by their random ids,
-#: so the file does not keep the order in which submissions arrived.
+#: The shuffler's tables. ``submissions`` keeps every id (deduplication), with its
+#: batch once cut (``messages`` is NULL: stores of earlier versions kept a waiting
+#: submission's ciphertexts there); waiting ciphertexts and client ids sit in
+#: fixed-size ``slots`` drawn at random from ``free_slots``; ``held_tags`` holds
+#: their keyed tags; ``used_clients`` the client ids of batched submissions.
 SHUFFLER_SCHEMA = (
     _META
     + """
@@ -107,6 +122,9 @@ CREATE TABLE IF NOT EXISTS submissions(
 CREATE INDEX IF NOT EXISTS submissions_unbatched ON submissions(submission_id)
     WHERE batch_id IS NULL;
 CREATE TABLE IF NOT EXISTS used_clients(client_id TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS slots(slot INTEGER PRIMARY KEY, content BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS free_slots(draw BLOB PRIMARY KEY, slot INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS held_tags(tag BLOB PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS batches(
     batch_id TEXT PRIMARY KEY,
     payload BLOB,
@@ -139,8 +157,13 @@ CREATE TABLE IF NOT EXISTS batch_counts(
     PRIMARY KEY (batch_id, bin)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS metrics(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS counted_messages(enc BLOB PRIMARY KEY) WITHOUT ROWID;
 """
 )
+
+#: ``meta`` key recorded once every aggregated batch's replay keys are in
+#: ``counted_messages`` (at creation, or once a store of an earlier version is backfilled).
+COUNTED_KEYS_META = "counted_messages"
 
 
 #: Mode of a store's files: the owner's only (SQLite creates ``-wal`` and ``-shm``
@@ -223,7 +246,8 @@ class SQLiteDatabase:
         if not read_only:
             _restrict_mode(self.path)
         self._queue: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
-        self._checkpoint_requested = False
+        self._checkpoint_due: float | None = None
+        self._checkpoint_busy = False
         self._writer: threading.Thread | None = None
         if not read_only:
             self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer")
@@ -311,8 +335,15 @@ class SQLiteDatabase:
         return job.future
 
     def request_checkpoint(self) -> None:
-        """From inside a write: checkpoint and truncate the WAL after this group commits."""
-        self._checkpoint_requested = True
+        """From inside a write: checkpoint and truncate the WAL soon after this group commits.
+
+        At once if no write waits; under load within :data:`CHECKPOINT_SECONDS`
+        (a checkpoint after every group would cost two more fsyncs per commit),
+        so the WAL never holds more than that much of the commits' history.
+        """
+        due = time.monotonic() + CHECKPOINT_SECONDS
+        if self._checkpoint_due is None or due < self._checkpoint_due:
+            self._checkpoint_due = due
 
     def read(self, run: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``run(conn)`` in one read transaction (a consistent snapshot) on a new connection.
@@ -364,7 +395,14 @@ class SQLiteDatabase:
         stopping = False
         try:
             while not stopping:
-                first = self._queue.get()
+                due = self._checkpoint_due
+                try:  # a requested checkpoint runs by its deadline, work or no work
+                    first = self._queue.get(
+                        timeout=None if due is None else max(0.0, due - time.monotonic())
+                    )
+                except queue.Empty:
+                    self._checkpoint(conn)
+                    continue
                 if first is None:
                     break
                 jobs: list[_Job[Any]] = [first]
@@ -427,16 +465,27 @@ class SQLiteDatabase:
                 job.future.set_result(result)
             else:
                 job.future.set_exception(failure)
-        if self._checkpoint_requested or any(job.checkpoint for job in jobs):
-            self._checkpoint_requested = False
-            try:
-                (busy, _, _) = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            except sqlite3.Error as exc:  # pragma: no cover - best effort
-                _log.warning("WAL checkpoint failed: %s", exc)
-                busy = 1
-            if busy:  # pragma: no cover - a reader outlived the busy timeout
-                _log.warning("WAL checkpoint incomplete; retried after the next write")
-                self._checkpoint_requested = True
+        if any(job.checkpoint for job in jobs):
+            self._checkpoint_due = time.monotonic()
+        due = self._checkpoint_due
+        if due is not None and (time.monotonic() >= due or self._queue.empty()):
+            self._checkpoint(conn)
+
+    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+        """Checkpoint and truncate the WAL; if a reader keeps it from completing, retry soon."""
+        self._checkpoint_due = None
+        try:
+            (busy, _, _) = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:  # pragma: no cover - best effort
+            _log.warning("WAL checkpoint failed: %s", exc)
+            busy = 1
+        if busy:  # pragma: no cover - a reader held the WAL
+            if not self._checkpoint_busy:
+                _log.warning("WAL checkpoint incomplete (a reader holds the WAL); retrying")
+            self._checkpoint_busy = True
+            self._checkpoint_due = time.monotonic() + CHECKPOINT_SECONDS
+        else:
+            self._checkpoint_busy = False
 
 
 def _placeholders(count: int) -> str:
@@ -457,45 +506,217 @@ def _waiting(conn: sqlite3.Connection) -> int:
     return int(value)
 
 
-def _insert_new(conn: sqlite3.Connection, params: Sequence[str | bytes]) -> int:
-    """Insert submissions given as flat ``(id, messages, id, messages, …)``; skip known ids.
+#: Bytes of one slot: a kind byte and a ciphertext, or a client id padded with zeros.
+SLOT_BYTES = 1 + CIPHERTEXT_LENGTH
+_FREE = bytes(SLOT_BYTES)
+_MESSAGE = b"M"
+_CLIENT = b"C"
+#: Bytes of a free slot's random draw (collisions: about n²/2¹²⁹ for n free slots).
+_DRAW_BYTES = 16
+#: Bytes of a keyed tag in ``held_tags``.
+_TAG_BYTES = 16
+#: Slots created the first time the pool grows.
+_MIN_SLOTS = 256
+#: ``meta`` key recorded once the store keeps its waiting data in slots.
+SLOTS_META = "slots"
 
-    Returns how many were new. One multi-row INSERT per :data:`_CHUNK` variables
-    rather than ``executemany``: one SQLite call (and one release of the GIL)
-    for many rows, so the writer does not wait for the GIL row after row while
-    the event loop is busy.
+
+def _client_slot(client_id: str) -> bytes:
+    raw = client_id.encode("ascii")
+    if len(raw) >= SLOT_BYTES:  # pragma: no cover - client ids are 32 hex digits
+        raise StoreError(f"client id of {len(raw)} characters does not fit a slot")
+    return _CLIENT + raw + bytes(SLOT_BYTES - 1 - len(raw))
+
+
+def _slot_contents(subs: Sequence[NewSubmission]) -> list[bytes]:
+    """What new submissions put in slots: each ciphertext, and each client id."""
+    contents: list[bytes] = []
+    for sub in subs:
+        if sub.client_id is not None:
+            contents.append(_client_slot(sub.client_id))
+        contents.extend(
+            _MESSAGE + sub.messages[start : start + CIPHERTEXT_LENGTH]
+            for start in range(0, len(sub.messages), CIPHERTEXT_LENGTH)
+        )
+    return contents
+
+
+class _Tagger:
+    """Keyed tags of the waiting messages' replay keys and client ids (key held in memory only).
+
+    The tags let the store find a held ciphertext or a waiting client id
+    without an index on the slots' contents: an index places its entries
+    in the order they were inserted, and these tags, under a key no file holds,
+    cannot be matched to the slots they stand for.
     """
-    accepted = 0
+
+    def __init__(self) -> None:
+        self._key = secrets.token_bytes(32)
+
+    def message(self, key: bytes) -> bytes:
+        """The tag of a message's replay key (keyed BLAKE2b, a PRF)."""
+        return hashlib.blake2b(_MESSAGE + key, key=self._key, digest_size=_TAG_BYTES).digest()
+
+    def client(self, client_id: str) -> bytes:
+        """The tag of a client id."""
+        raw = _CLIENT + client_id.encode("ascii")
+        return hashlib.blake2b(raw, key=self._key, digest_size=_TAG_BYTES).digest()
+
+    def of_slot(self, content: bytes) -> bytes:
+        """The tag of what a used slot holds."""
+        if content[:1] == _MESSAGE:
+            return self.message(content[1 : 1 + REPLAY_KEY_LENGTH])
+        return self.client(content[1:].rstrip(b"\0").decode("ascii"))
+
+
+def _free_rows(slots: Sequence[int]) -> list[tuple[bytes, int]]:
+    """Free-list rows of ``slots``, each with a fresh CSPRNG draw, in the order of the draws."""
+    draws = secrets.token_bytes(_DRAW_BYTES * len(slots))
+    return sorted(
+        (draws[i * _DRAW_BYTES : (i + 1) * _DRAW_BYTES], int(slot)) for i, slot in enumerate(slots)
+    )
+
+
+def _insert_free(conn: sqlite3.Connection, rows: Sequence[tuple[bytes, int]]) -> None:
+    conn.executemany("INSERT INTO free_slots(draw, slot) VALUES (?, ?)", rows)
+
+
+def _take_slots(conn: sqlite3.Connection, count: int) -> list[int]:
+    """Take ``count`` free slots, a uniformly random subset in a uniformly random order.
+
+    The free slots with the smallest draws: every free slot got a fresh
+    CSPRNG draw when it was freed. Grows the pool first if it is short
+    (:func:`_grow`).
+    """
+    if count == 0:
+        return []
+    enough = conn.execute(
+        "SELECT 1 FROM free_slots ORDER BY draw LIMIT 1 OFFSET ?", (count - 1,)
+    ).fetchone()
+    if enough is None:
+        (free,) = conn.execute("SELECT COUNT(*) FROM free_slots").fetchone()
+        _grow(conn, count - int(free))
+    rows = conn.execute(
+        "DELETE FROM free_slots WHERE draw IN "
+        "(SELECT draw FROM free_slots ORDER BY draw LIMIT ?) RETURNING draw, slot",
+        (count,),
+    ).fetchall()
+    if len(rows) != count:  # pragma: no cover - the pool was grown above
+        raise StoreError(f"took {len(rows)} free slots, needed {count}")
+    return [int(slot) for _, slot in sorted(rows)]
+
+
+def _write_slots(conn: sqlite3.Connection, slots: Sequence[int], contents: Sequence[bytes]) -> None:
+    """Overwrite existing slots in place (same size: SQLite rewrites each cell where it is).
+
+    A multi-row upsert per :data:`_CHUNK` variables: every slot exists, so each
+    row takes the update path, which keeps a same-size cell in place.
+    """
+    params = [v for pair in zip(slots, contents, strict=True) for v in pair]
     for start in range(0, len(params), _CHUNK):
         chunk = params[start : start + _CHUNK]
-        accepted += conn.execute(
-            "INSERT INTO submissions(submission_id, messages, batch_id) VALUES "
-            + ",".join(["(?, ?, NULL)"] * (len(chunk) // 2))
-            + " ON CONFLICT(submission_id) DO NOTHING",
+        conn.execute(
+            "INSERT INTO slots(slot, content) VALUES "
+            + ",".join(["(?, ?)"] * (len(chunk) // 2))
+            + " ON CONFLICT(slot) DO UPDATE SET content = excluded.content",
+            chunk,
+        )
+
+
+def _grow(conn: sqlite3.Connection, missing: int) -> None:
+    """Add slots (at least double the pool) and move every used slot's content to a random slot.
+
+    New slots are appended to the table, so without the move what arrives
+    after a growth would sit in the new part of the file and what came before
+    in the old part; after it, every content sits in a uniformly random slot of
+    the whole pool, whatever its arrival. The move costs the used slots once
+    per doubling.
+    """
+    (total,) = conn.execute("SELECT COUNT(*) FROM slots").fetchone()
+    total = int(total)
+    added = max(missing, total, _MIN_SLOTS)
+    used = conn.execute("SELECT slot, content FROM slots WHERE content != ?", (_FREE,)).fetchall()
+    conn.executemany(
+        "INSERT INTO slots(slot, content) VALUES (?, ?)",
+        [(slot, _FREE) for slot in range(total, total + added)],
+    )
+    _write_slots(conn, [row[0] for row in used], [_FREE] * len(used))
+    conn.execute("DELETE FROM free_slots")
+    _insert_free(conn, _free_rows(range(total + added)))
+    if used:
+        order = secure_permutation(len(used))
+        _write_slots(conn, _take_slots(conn, len(used)), [bytes(used[i][1]) for i in order])
+
+
+def _insert_new_ids(conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
+    """Insert the submission ids not stored yet (messages NULL, unbatched); return those.
+
+    One multi-row INSERT per :data:`_CHUNK` variables rather than
+    ``executemany``: one SQLite call (and one release of the GIL) for many
+    rows, so the writer does not wait for the GIL row after row while the
+    event loop is busy.
+    """
+    new: set[str] = set()
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        new.update(
+            str(row[0])
+            for row in conn.execute(
+                "INSERT INTO submissions(submission_id, messages, batch_id) VALUES "
+                + ",".join(["(?, NULL, NULL)"] * len(chunk))
+                + " ON CONFLICT(submission_id) DO NOTHING RETURNING submission_id",
+                chunk,
+            )
+        )
+    return new
+
+
+def _insert_tags(conn: sqlite3.Connection, tags: Sequence[bytes]) -> int:
+    """Insert tags not held yet; return how many were new."""
+    added = 0
+    for start in range(0, len(tags), _CHUNK):
+        chunk = tags[start : start + _CHUNK]
+        added += conn.execute(
+            "INSERT INTO held_tags(tag) VALUES "
+            + ",".join(["(?)"] * len(chunk))
+            + " ON CONFLICT(tag) DO NOTHING",
             chunk,
         ).rowcount
-    return accepted
+    return added
 
 
-def _insert_with_clients(conn: sqlite3.Connection, subs: Sequence[NewSubmission]) -> int:
-    """Insert the submissions not stored yet and their client ids; return how many.
+def _store_submissions(
+    conn: sqlite3.Connection, subs: Sequence[NewSubmission], tagger: _Tagger
+) -> int:
+    """Store the submissions not stored yet; return how many (inside the caller's savepoint).
+
+    Their ids go to ``submissions``; their ciphertexts and client ids to
+    random free slots; the tags of their replay keys and client ids to
+    ``held_tags``.
 
     Raises:
         ClientAlreadySubmittedError: If a new submission's client id was used
-            before or twice in ``subs`` (nothing is inserted).
+            before (by a batched or a waiting submission) or twice in ``subs``.
+        CiphertextAlreadyHeldError: If a new submission's ciphertext has the
+            replay key of a held one, or of another one in ``subs``.
     """
-    known = _existing(conn, "submissions", "submission_id", [s.submission_id for s in subs])
-    new = [s for s in subs if s.submission_id not in known]
+    new_ids = _insert_new_ids(conn, [s.submission_id for s in subs])
+    if not new_ids:
+        return 0
+    new = [s for s in subs if s.submission_id in new_ids]
     clients = [s.client_id for s in new if s.client_id is not None]
     if clients:
+        client_tags = [tagger.client(c) for c in clients]
         used = _existing(conn, "used_clients", "client_id", clients)
         if used or len(set(clients)) != len(clients):
             raise ClientAlreadySubmittedError(sorted(used) or clients)
-        conn.executemany("INSERT INTO used_clients(client_id) VALUES (?)", [(c,) for c in clients])
-    conn.executemany(
-        "INSERT INTO submissions(submission_id, messages, batch_id) VALUES (?, ?, NULL)",
-        [(s.submission_id, s.messages) for s in new],
-    )
+        if _insert_tags(conn, client_tags) != len(client_tags):
+            raise ClientAlreadySubmittedError(clients)
+    message_tags = [tagger.message(k) for s in new for k in replay_keys(s.messages)]
+    if _insert_tags(conn, message_tags) != len(message_tags):
+        raise CiphertextAlreadyHeldError()
+    contents = _slot_contents(new)
+    _write_slots(conn, _take_slots(conn, len(contents)), contents)
     return len(new)
 
 
@@ -507,29 +728,37 @@ def _cut(
 ) -> OutboxBatch | None:
     """Batch every waiting submission if at least ``min_users`` wait.
 
-    Runs inside the caller's transaction: the permuted messages go to the
-    outbox, and the waiting submissions' rows are deleted and written again in
-    the order of their (random) ids, without messages; with ``secure_delete``
-    the old rows are overwritten. The table of used client ids is written
-    again in the order of the ids too (:func:`_rewrite_used_clients`). So once
-    the WAL is checkpointed and truncated after the commit, the order in which
-    rows were written inside a page no longer follows arrival order. ``waiting``
-    is the unbatched counter when the caller has just read it in this transaction.
+    Runs inside the caller's transaction: the used slots' ciphertexts are
+    permuted into the outbox; the slots are zeroed in place and freed with
+    fresh draws; the tags are deleted; the waiting submissions' rows are
+    deleted and written again, in the order of their (random) ids, with the
+    batch's id; and the batch's client ids are added to ``used_clients`` in the
+    order of the ids. With ``secure_delete`` what is deleted is overwritten.
+    ``waiting`` is the unbatched counter when the caller has just read it in
+    this transaction.
     """
-    if (_waiting(conn) if waiting is None else waiting) < min_users:
+    n_users = _waiting(conn) if waiting is None else waiting
+    if n_users < min_users:
         return None
-    rows = conn.execute(
-        "SELECT submission_id, messages FROM submissions WHERE batch_id IS NULL"
-    ).fetchall()
-    if len(rows) < min_users:  # pragma: no cover - the counter is transactional
-        raise StoreError(f"unbatched counter says {_waiting(conn)}, found {len(rows)} rows")
-    batch = new_outbox_batch([row[1] for row in rows], permute)
+    used = conn.execute("SELECT slot, content FROM slots WHERE content != ?", (_FREE,)).fetchall()
+    contents = [bytes(row[1]) for row in used]
+    messages = b"".join(c[1:] for c in contents if c[:1] == _MESSAGE)
+    clients = sorted(c[1:].rstrip(b"\0").decode("ascii") for c in contents if c[:1] == _CLIENT)
+    batch = new_outbox_batch(messages, n_users, permute)
     conn.execute(
         "INSERT INTO batches(batch_id, payload, n_users, n_messages, sent) VALUES (?, ?, ?, ?, 0)",
         (batch.batch_id, batch.payload, batch.n_users, batch.n_messages),
     )
+    _write_slots(conn, [row[0] for row in used], [_FREE] * len(used))
+    _insert_free(conn, _free_rows([row[0] for row in used]))
+    conn.execute("DELETE FROM held_tags")
+    ids = sorted(
+        str(row[0])
+        for row in conn.execute("SELECT submission_id FROM submissions WHERE batch_id IS NULL")
+    )
+    if len(ids) != n_users:  # pragma: no cover - the counter is transactional
+        raise StoreError(f"unbatched counter says {n_users}, found {len(ids)} rows")
     conn.execute("DELETE FROM submissions WHERE batch_id IS NULL")
-    ids = sorted(str(row[0]) for row in rows)
     per_statement = _CHUNK // 2
     for start in range(0, len(ids), per_statement):
         chunk = ids[start : start + per_statement]
@@ -538,7 +767,7 @@ def _cut(
             + ",".join(["(?, NULL, ?)"] * len(chunk)),
             [value for sid in chunk for value in (sid, batch.batch_id)],
         )
-    _rewrite_used_clients(conn)
+    conn.executemany("INSERT INTO used_clients(client_id) VALUES (?)", [(c,) for c in clients])
     conn.execute("UPDATE counters SET value = 0 WHERE name = 'unbatched'")
     crash_point("cut-before-commit")
     return batch
@@ -548,7 +777,8 @@ def _rewrite_used_clients(conn: sqlite3.Connection) -> None:
     """Write the used client ids again, in the order of the ids (inside the caller's transaction).
 
     Rows inserted one request after another sit in their pages in arrival
-    order; after this, in id order. The cost grows with the number of used ids.
+    order; after this, in id order. Used once, when a store of an earlier
+    version (which kept waiting client ids in this table) is opened.
     """
     if conn.execute("SELECT 1 FROM used_clients LIMIT 1").fetchone() is None:
         return
@@ -563,10 +793,41 @@ def _rewrite_used_clients(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM temp.cut_clients")
 
 
+def _open_slots(conn: sqlite3.Connection, tagger: _Tagger) -> None:
+    """When the store is opened: tag what waits under this process's key; move old data to slots.
+
+    The tags of the previous process are unreadable (its key is gone): they
+    are deleted and made again, in a random order, from the slots. A store
+    of an earlier version kept each waiting submission's ciphertexts in its
+    row, in arrival order, and the waiting client ids among the used ones:
+    the ciphertexts move to random slots, and the used client ids are written
+    again in id order (the waiting ones cannot be told apart; they stay used).
+    """
+    if not conn.execute("SELECT 1 FROM meta WHERE key = ?", (SLOTS_META,)).fetchone():
+        rows = conn.execute(
+            "SELECT submission_id, messages FROM submissions "
+            "WHERE batch_id IS NULL AND messages IS NOT NULL"
+        ).fetchall()
+        contents = _slot_contents([NewSubmission(str(r[0]), bytes(r[1])) for r in rows])
+        conn.execute(
+            "UPDATE submissions SET messages = NULL WHERE batch_id IS NULL AND messages IS NOT NULL"
+        )
+        order = secure_permutation(len(contents))
+        _write_slots(conn, _take_slots(conn, len(contents)), [contents[i] for i in order])
+        _rewrite_used_clients(conn)
+        conn.execute("INSERT INTO meta(key, value) VALUES (?, '1')", (SLOTS_META,))
+    conn.execute("DELETE FROM held_tags")
+    used = conn.execute("SELECT content FROM slots WHERE content != ?", (_FREE,)).fetchall()
+    tags = [tagger.of_slot(bytes(row[0])) for row in used]
+    _insert_tags(conn, [tags[i] for i in secure_permutation(len(tags))])
+
+
 class SQLiteShufflerStore:
     """The shuffler's store in one SQLite file.
 
-    Implements :class:`~shuffledp.service.store.ShufflerStore`.
+    Implements :class:`~shuffledp.service.store.ShufflerStore`. One process
+    per file: the tags that find held ciphertexts and waiting client ids are
+    keyed by this object's key, made afresh when it opens the file.
 
     Args:
         path: The database file.
@@ -575,6 +836,12 @@ class SQLiteShufflerStore:
 
     def __init__(self, path: Path, task_id: str) -> None:
         self.db = SQLiteDatabase(path, SHUFFLER_SCHEMA, "shuffler", task_id)
+        self._tagger = _Tagger()
+        try:
+            self.db.write(lambda conn: _open_slots(conn, self._tagger), checkpoint=True)
+        except BaseException:
+            self.db.close()
+            raise
 
     def submit(
         self,
@@ -599,36 +866,41 @@ class SQLiteShufflerStore:
 
         Not part of :class:`~shuffledp.service.store.ShufflerStore`: the
         shuffler's app uses it when a store offers it, so that a request waits
-        on the group commit without holding a worker thread.
+        on the group commit without holding a worker thread. A write that
+        stores a submission has the WAL checkpointed and truncated after its
+        commit: the WAL does not keep one commit's pages after another's, which
+        would tell which slots were filled when.
 
         Raises:
             StoreError: If the store is closed (later failures go to the future).
         """
         subs = list(submissions)
-        with_clients = any(s.client_id is not None for s in subs)
-        params = [] if with_clients else [v for s in subs for v in (s.submission_id, s.messages)]
 
         def run(conn: sqlite3.Connection) -> SubmitOutcome:
-            if with_clients:
-                accepted = _insert_with_clients(conn, subs)
-            else:  # known ids are no-ops; the insert counts the new ones
-                accepted = _insert_new(conn, params)
+            accepted = _store_submissions(conn, subs, self._tagger)
             ((waiting,),) = conn.execute(
                 "UPDATE counters SET value = value + ? WHERE name = 'unbatched' RETURNING value",
                 (accepted,),
             ).fetchall()
+            batch = None
             if accepted:
                 crash_point("ingest-before-commit")
-            batch = _cut(conn, min_batch_users, permute, int(waiting)) if accepted else None
-            if batch is not None:
+                batch = _cut(conn, min_batch_users, permute, int(waiting))
                 self.db.request_checkpoint()
+            if batch is not None:
                 waiting = 0
             return SubmitOutcome(accepted, len(subs) - accepted, int(waiting), batch)
 
         return self.db.write_future(run)
 
     def cut_batch(self, min_users: int, permute: Callable[[bytes], bytes]) -> OutboxBatch | None:
-        """See :meth:`ShufflerStore.cut_batch`."""
+        """See :meth:`ShufflerStore.cut_batch`.
+
+        Looks at the counter first with a reader: below ``min_users`` nothing is
+        written (an idle shuffler's polls neither commit nor touch the WAL).
+        """
+        if self.db.read(_waiting) < min_users:
+            return None
         return self.db.write(lambda conn: _cut(conn, min_users, permute), checkpoint=True)
 
     def unsent_batches(self) -> list[str]:
@@ -696,6 +968,8 @@ class SQLiteAnalyzerStore:
 
     def __init__(self, path: Path, task_id: str, *, read_only: bool = False) -> None:
         self.db = SQLiteDatabase(path, ANALYZER_SCHEMA, "analyzer", task_id, read_only=read_only)
+        if not read_only:
+            self.db.write(_backfill_counted_keys)
 
     def add_batch(self, batch: ReceivedBatch) -> bool:
         """See :meth:`AnalyzerStore.add_batch`."""
@@ -751,25 +1025,30 @@ class SQLiteAnalyzerStore:
         )
         return received_batch_from_row(batch_id, row)
 
-    def record_aggregation(self, aggregation: Aggregation) -> bool:
+    def record_aggregation(self, aggregation: Aggregation) -> RecordedAggregation | None:
         """See :meth:`AnalyzerStore.record_aggregation`."""
-        counted, bins, deltas = aggregation_changes(aggregation)
-        rows = [(aggregation.batch_id, j, c) for j, c in bins]
+        keys = distinct_keys(aggregation)
 
-        def run(conn: sqlite3.Connection) -> bool:
+        def run(conn: sqlite3.Connection) -> RecordedAggregation | None:
             cursor = conn.execute(
-                "UPDATE batches SET aggregated = 1, n_counted = ? "
-                "WHERE batch_id = ? AND aggregated = 0",
-                (counted, aggregation.batch_id),
+                "UPDATE batches SET aggregated = 1 WHERE batch_id = ? AND aggregated = 0",
+                (aggregation.batch_id,),
             )
             if cursor.rowcount == 0:
-                return False
+                return None
+            new = _insert_counted_keys(conn, keys)
+            recorded, bins, deltas = aggregation_changes(aggregation, new)
+            conn.execute(
+                "UPDATE batches SET n_counted = ? WHERE batch_id = ?",
+                (recorded.counted, aggregation.batch_id),
+            )
             conn.executemany(
-                "INSERT INTO batch_counts(batch_id, bin, count) VALUES (?, ?, ?)", rows
+                "INSERT INTO batch_counts(batch_id, bin, count) VALUES (?, ?, ?)",
+                [(aggregation.batch_id, j, c) for j, c in bins],
             )
             _add_metrics(conn, deltas)
             crash_point("aggregate-before-commit")
-            return True
+            return recorded
 
         return self.db.write(run)
 
@@ -816,6 +1095,48 @@ class SQLiteAnalyzerStore:
     def close(self) -> None:
         """See :meth:`AnalyzerStore.close`."""
         self.db.close()
+
+
+def _insert_counted_keys(conn: sqlite3.Connection, keys: Sequence[bytes]) -> set[bytes]:
+    """Add the replay keys not counted before; return those (inside the caller's transaction)."""
+    new: set[bytes] = set()
+    for start in range(0, len(keys), _CHUNK):
+        chunk = keys[start : start + _CHUNK]
+        new.update(
+            bytes(row[0])
+            for row in conn.execute(
+                "INSERT INTO counted_messages(enc) VALUES "
+                + ",".join(["(?)"] * len(chunk))
+                + " ON CONFLICT(enc) DO NOTHING RETURNING enc",
+                chunk,
+            )
+        )
+    return new
+
+
+def _backfill_counted_keys(conn: sqlite3.Connection) -> None:
+    """Keep the replay keys of batches aggregated by a version that kept none (once).
+
+    Such a store (shuffledp 0.2) counted every message of its aggregated batches;
+    their keys are added now, all of them (the store cannot tell which did not
+    decrypt: a key of one that did not could only make a later message with the
+    same key a copy, and only an attacker who saw that message first could
+    have sent it), so that copies arriving from now on are dropped. Copies
+    already counted stay counted: a warning says how many keys repeat.
+    """
+    if conn.execute("SELECT 1 FROM meta WHERE key = ?", (COUNTED_KEYS_META,)).fetchone():
+        return
+    repeated = 0
+    for (payload,) in conn.execute("SELECT payload FROM batches WHERE aggregated = 1").fetchall():
+        keys = replay_keys(bytes(payload))
+        repeated += len(keys) - len(_insert_counted_keys(conn, keys))
+    if repeated:
+        _log.warning(
+            "%d messages of batches aggregated before replay keys were kept repeat a key "
+            "counted before: they were counted more than once",
+            repeated,
+        )
+    conn.execute("INSERT INTO meta(key, value) VALUES (?, 'complete')", (COUNTED_KEYS_META,))
 
 
 def _add_metrics(conn: sqlite3.Connection, deltas: Mapping[str, int]) -> None:

@@ -18,28 +18,43 @@ from shuffledp.service.store_protocols import (
     Aggregation,
     OutboxBatch,
     ReceivedBatch,
+    RecordedAggregation,
     StoreError,
 )
 from shuffledp.service.task import new_id
-from shuffledp.service.wire import CIPHERTEXT_LENGTH
+from shuffledp.service.wire import CIPHERTEXT_LENGTH, ENCAPSULATED_KEY_LENGTH
 
 __all__ = [
+    "REPLAY_KEY_LENGTH",
     "SCHEMA_VERSION",
     "aggregation_changes",
     "analyzer_metrics",
     "batch_ids_from_rows",
     "check_meta",
     "content_digest",
+    "distinct_keys",
     "expected_meta",
     "new_outbox_batch",
     "outbox_batch_from_row",
     "received_batch_from_row",
+    "replay_keys",
     "shuffler_stats",
     "totals_from_rows",
 ]
 
 #: The tables' version, recorded in every store's ``meta``.
 SCHEMA_VERSION = "1"
+#: Bytes of a message's replay key: its HPKE encapsulated key (see
+#: :mod:`shuffledp.service.store_protocols`).
+REPLAY_KEY_LENGTH = ENCAPSULATED_KEY_LENGTH
+
+
+def replay_keys(messages: bytes) -> list[bytes]:
+    """The replay key of every fixed-length ciphertext of concatenated ``messages``, in order."""
+    return [
+        messages[start : start + REPLAY_KEY_LENGTH]
+        for start in range(0, len(messages), CIPHERTEXT_LENGTH)
+    ]
 
 
 def expected_meta(role: str, task_id: str) -> dict[str, str]:
@@ -67,45 +82,66 @@ def check_meta(found: Mapping[str, str], where: str, role: str, task_id: str) ->
         raise StoreError(f"store {where!r} has schema {found.get('schema_version')}")
 
 
-def new_outbox_batch(messages: Sequence[bytes], permute: Callable[[bytes], bytes]) -> OutboxBatch:
-    """The batch of the waiting submissions' ``messages``: a new id, all their ciphertexts permuted.
+def new_outbox_batch(
+    messages: bytes, n_users: int, permute: Callable[[bytes], bytes]
+) -> OutboxBatch:
+    """The batch of the waiting submissions: a new id, all their ciphertexts permuted.
 
     Args:
-        messages: Each waiting submission's ciphertexts, concatenated (one item per user).
+        messages: Every waiting submission's ciphertexts, concatenated (in any order).
+        n_users: How many submissions wait.
         permute: One uniformly random permutation of fixed-length ciphertexts (the
             shuffler passes :func:`~shuffledp.service.shuffler.permute_messages`, or
             for an augmented task a :class:`~shuffledp.service.augment.DummyAugmenter`,
             which also samples the messages and adds dummies: ``n_messages``
             counts what it returns).
     """
-    payload = permute(b"".join(messages))
+    payload = permute(messages)
     return OutboxBatch(
         batch_id=new_id(),
         payload=payload,
-        n_users=len(messages),
+        n_users=n_users,
         n_messages=len(payload) // CIPHERTEXT_LENGTH,
     )
 
 
+def distinct_keys(aggregation: Aggregation) -> list[bytes]:
+    """The aggregation's replay keys, each once, in the order of their first occurrence."""
+    return list(dict.fromkeys(aggregation.keys))
+
+
 def aggregation_changes(
-    aggregation: Aggregation,
-) -> tuple[int, list[tuple[int, int]], dict[str, int]]:
+    aggregation: Aggregation, new_keys: set[bytes]
+) -> tuple[RecordedAggregation, list[tuple[int, int]], dict[str, int]]:
     """What recording ``aggregation`` writes, in every backend.
 
+    A good message is counted if its key is among ``new_keys`` (the keys this
+    transaction added to the counted ones) and no earlier message of the
+    batch had the same key; the others are copies.
+
     Returns:
-        The messages counted, the ``(bin, count)`` pairs of the nonzero bins,
-        and the metric deltas.
+        What was counted and dropped, the ``(bin, count)`` pairs of the nonzero
+        bins, and the metric deltas.
     """
-    counts = np.asarray(aggregation.counts, dtype=np.int64)
-    counted = int(counts.sum())
+    keep = np.zeros(len(aggregation.keys), dtype=bool)
+    seen: set[bytes] = set()
+    for i, key in enumerate(aggregation.keys):
+        if key in new_keys and key not in seen:
+            keep[i] = True
+            seen.add(key)
+    indices = np.asarray(aggregation.indices, dtype=np.int64)[keep]
+    counts = np.bincount(indices, minlength=aggregation.domain_size)
+    counted = int(keep.sum())
+    duplicates = len(aggregation.keys) - counted
     bins = [(int(j), int(counts[j])) for j in np.flatnonzero(counts)]
     deltas = {
         "batches_aggregated": 1,
         "messages_counted": counted,
+        "messages_duplicate": duplicates,
         "messages_undecryptable": aggregation.undecryptable,
         "messages_undecodable": aggregation.undecodable,
     }
-    return counted, bins, deltas
+    return RecordedAggregation(counted, duplicates), bins, deltas
 
 
 def content_digest(payload: bytes, length: int) -> str:

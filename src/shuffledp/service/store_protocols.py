@@ -25,9 +25,25 @@ What is stored, on purpose and no more. Shuffler: submission id, its
 ciphertexts until the submission is batched (then NULL: only the id is kept,
 for deduplication), the batch it went to; batches waiting to be forwarded;
 used client ids (one submission per client), in a table of their own with no
-column that names a submission. No IP address, header or timestamp anywhere.
-Analyzer: batches as received (permuted ciphertexts, number of users),
-per-batch counts, and counters. The tables do not link a client id to its
+column that names a submission; a lookup of the waiting ciphertexts' replay
+keys, to refuse a copy of one (:class:`CiphertextAlreadyHeldError`). No IP
+address, header or timestamp anywhere. Analyzer: batches as received
+(permuted ciphertexts, number of users), per-batch counts, counters, and the
+replay key of every message it counted, for the task's lifetime: a copy of
+a counted message, in any later batch or twice in one, is dropped
+(:meth:`AnalyzerStore.record_aggregation`).
+
+Replay keys. A message's key is its HPKE encapsulated key, the first
+:data:`~shuffledp.service.wire.ENCAPSULATED_KEY_LENGTH` bytes of its
+ciphertext: X25519 draws it afresh for every seal, and HPKE binds it into
+the key schedule (the KEM's context is enc and the recipient's public key), so
+whoever does not hold the ephemeral secret it came from cannot make another
+valid ciphertext with it: a copy whose other bytes differ does not decrypt, and
+a copy with another enc (even an X25519 encoding of the same point) derives
+another key and does not decrypt either. Keying by enc rather than by the whole
+ciphertext therefore loses nothing against copies, and also counts once the
+several messages a client might seal under one enc (an honest client never
+does). The tables do not link a client id to its
 submission, but the files do until the batch is cut: they hold the rows in
 arrival order, a request's client ids next to its submissions (see
 :mod:`shuffledp.service.sqlite_store` for what the cut erases, and
@@ -51,10 +67,12 @@ __all__ = [
     "Aggregation",
     "AnalyzerStore",
     "BatchConflictError",
+    "CiphertextAlreadyHeldError",
     "ClientAlreadySubmittedError",
     "NewSubmission",
     "OutboxBatch",
     "ReceivedBatch",
+    "RecordedAggregation",
     "ShufflerStore",
     "StoreError",
     "SubmitOutcome",
@@ -67,6 +85,10 @@ class StoreError(ShuffleDPError):
 
 class ClientAlreadySubmittedError(Exception):
     """A client id in the request was already used with another submission id."""
+
+
+class CiphertextAlreadyHeldError(Exception):
+    """A new submission carries a ciphertext (by its replay key) that the shuffler holds already."""
 
 
 class BatchConflictError(Exception):
@@ -171,15 +193,42 @@ class Aggregation:
 
     Attributes:
         batch_id: The batch.
-        counts: Good messages per bin.
+        indices: The message index of every good message (decrypted and decoded).
+        keys: Each good message's replay key (its encapsulated key), in the
+            order of ``indices``; the store counts a message only if its key
+            was never counted before (in this batch or another).
+        domain_size: Message indices of the task (the length of the counts).
         undecryptable: Messages that did not decrypt.
         undecodable: Messages that decrypted to an invalid plaintext.
     """
 
     batch_id: str
-    counts: NDArray[np.int64]
+    indices: NDArray[np.int64]
+    keys: tuple[bytes, ...]
+    domain_size: int
     undecryptable: int = 0
     undecodable: int = 0
+
+    def __post_init__(self) -> None:
+        if len(self.keys) != len(self.indices):
+            raise ValueError(
+                f"keys must hold one key per good message: {len(self.keys)} keys "
+                f"for {len(self.indices)} messages"
+            )
+
+
+@dataclass(frozen=True)
+class RecordedAggregation:
+    """What recording an aggregation counted.
+
+    Attributes:
+        counted: Good messages counted (their keys were new).
+        duplicates: Good messages dropped: copies of a message counted before,
+            in an earlier batch or earlier in this one.
+    """
+
+    counted: int
+    duplicates: int
 
 
 class ShufflerStore(Protocol):
@@ -202,6 +251,9 @@ class ShufflerStore(Protocol):
         Raises:
             ClientAlreadySubmittedError: If a client id was used before (or twice in the
                 request) by a submission not already stored; nothing is stored.
+            CiphertextAlreadyHeldError: If a submission not already stored carries a
+                ciphertext whose replay key a waiting submission holds (or that
+                another one of the request carries); nothing is stored.
         """
         ...
 
@@ -263,10 +315,16 @@ class AnalyzerStore(Protocol):
         """Return a stored batch."""
         ...
 
-    def record_aggregation(self, aggregation: Aggregation) -> bool:
-        """In one transaction, add the batch's counts and mark it aggregated.
+    def record_aggregation(self, aggregation: Aggregation) -> RecordedAggregation | None:
+        """In one transaction: keep the new replay keys, count their messages, mark the batch.
 
-        Returns False (and changes nothing) if it was aggregated already.
+        A good message is counted only if its replay key was never counted
+        (nor seen earlier in this batch); its key is then kept for the task's
+        lifetime, in the same transaction as the counts, so a crash neither
+        counts a copy nor loses a count. Copies are counted under the
+        ``messages_duplicate`` metric.
+
+        Returns None (and changes nothing) if the batch was aggregated already.
         """
         ...
 

@@ -40,6 +40,7 @@ from shuffledp._validation import DataError
 __all__ = [
     "CIPHERTEXT_B64_LENGTH",
     "CIPHERTEXT_LENGTH",
+    "ENCAPSULATED_KEY_LENGTH",
     "MAX_INDEX",
     "PLAINTEXT_LENGTH",
     "SUITE_NAMES",
@@ -67,10 +68,11 @@ _PLAINTEXT = struct.Struct(">BI")
 PLAINTEXT_LENGTH = _PLAINTEXT.size
 #: Largest index a message can carry.
 MAX_INDEX = 2**32 - 1
-_X25519_ENC_LENGTH = 32
+#: Bytes of the X25519 encapsulated key that starts every ciphertext (fresh per message).
+ENCAPSULATED_KEY_LENGTH = 32
 _TAG_LENGTH = 16
 #: Bytes of one ciphertext: encapsulated key + plaintext + AEAD tag.
-CIPHERTEXT_LENGTH = _X25519_ENC_LENGTH + PLAINTEXT_LENGTH + _TAG_LENGTH
+CIPHERTEXT_LENGTH = ENCAPSULATED_KEY_LENGTH + PLAINTEXT_LENGTH + _TAG_LENGTH
 #: Characters of one ciphertext in standard base64 (with padding).
 CIPHERTEXT_B64_LENGTH = 4 * -(-CIPHERTEXT_LENGTH // 3)
 
@@ -217,11 +219,14 @@ class OpenedMessages:
         indices: Bin index of every good message.
         undecryptable: Messages that failed HPKE (other key, other task, tampered).
         undecodable: Messages that decrypted but are not a valid plaintext.
+        positions: Where each good message sits in the payload (its rank among the
+            ciphertexts), in the order of ``indices``.
     """
 
     indices: NDArray[np.int64]
     undecryptable: int
     undecodable: int
+    positions: NDArray[np.int64]
 
 
 class MessageOpener:
@@ -268,6 +273,7 @@ class MessageOpener:
             )
         count = len(payload) // CIPHERTEXT_LENGTH
         out = np.empty(count, dtype=np.int64)
+        positions = np.empty(count, dtype=np.int64)
         good = undecryptable = undecodable = 0
         view = memoryview(payload)
         decrypt, key, info = self._suite.decrypt, self._key, self._info
@@ -282,5 +288,6 @@ class MessageOpener:
             except WireError:
                 undecodable += 1
                 continue
+            positions[good] = start // CIPHERTEXT_LENGTH
             good += 1
-        return OpenedMessages(out[:good], undecryptable, undecodable)
+        return OpenedMessages(out[:good], undecryptable, undecodable, positions[:good])
