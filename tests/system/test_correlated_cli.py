@@ -47,7 +47,13 @@ def _recomputed_delta(parameters: dict, epsilon: float) -> float:
     noise = CorrelatedNoise(
         math.exp(-parameters["a"]), parameters["flood_r"], parameters["flood_q"]
     )
-    return correlated_delta(epsilon, noise, neighbours=parameters["neighbours"])
+    return correlated_delta(
+        epsilon,
+        noise,
+        neighbours=parameters["neighbours"],
+        domain_size=len(DOMAIN.split(",")),
+        min_honest=parameters["min_honest"],
+    )
 
 
 @pytest.mark.parametrize("path", ["message", "count"])
@@ -86,7 +92,9 @@ def test_run_with_fewer_honest_users_and_add_remove(users, capsys):
     validate(release)
     parameters = release["parameters"]
     assert parameters["min_honest"] == 1000 and parameters["neighbours"] == "add-remove"
-    assert release["privacy"]["neighbouring"].startswith("add-remove")
+    # The usual relation: the absent user sends nothing, noise shares included.
+    assert release["privacy"]["neighbouring"].startswith("add-remove: one user present or absent")
+    assert "sends nothing" in release["privacy"]["neighbouring"]
     assert release["privacy"]["not_covered"] == []
     assert release["privacy"]["delta"] == _recomputed_delta(parameters, 1.0) <= 1e-6
     accuracy = release["accuracy"]

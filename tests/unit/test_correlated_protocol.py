@@ -192,13 +192,19 @@ def test_calibration_at_a_million_users_and_with_fewer_honest():
     assert correlated_delta(EPS, noise) == c.delta <= DELTA
 
 
-def test_add_remove_uses_the_one_bin_central_parameter():
-    c = calibrate_correlated(10_000, 10, EPS, DELTA, neighbours="add-remove")
+def test_add_remove_uses_the_one_bin_central_parameter_and_every_bin():
+    # Under the usual relation the absent user's shares are missing from all d bins: the
+    # certificate takes d and m, and the calibration refuses an m that cannot hide them.
+    c = calibrate_correlated(100_000, 10, EPS, DELTA, neighbours="add-remove")
     central = math.sqrt(2.0 * math.exp(-1.0)) / (1.0 - math.exp(-1.0))
     assert c.per_bin_std <= 1.1 * central and c.central_std == pytest.approx(central)
     noise = CorrelatedNoise(c.alpha, c.flood_r, c.flood_q)
-    assert correlated_delta(EPS, noise, neighbours="add-remove") == c.delta <= DELTA
-    assert c.privacy_report().neighbouring.startswith("add-remove")
+    kwargs = dict(neighbours="add-remove", domain_size=10, min_honest=100_000)
+    assert correlated_delta(EPS, noise, **kwargs) == c.delta <= DELTA
+    assert correlated_delta(EPS, noise, rounding="down", **kwargs) == c.delta_lower <= c.delta
+    assert c.privacy_report().neighbouring.startswith("add-remove: one user present or absent")
+    with pytest.raises(InvalidParameterError, match="raise min_honest"):
+        calibrate_correlated(100_000, 10, EPS, DELTA, neighbours="add-remove", min_honest=100)
 
 
 def test_calibration_rejects_bad_input_naming_it():

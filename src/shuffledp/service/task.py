@@ -841,8 +841,17 @@ def correlated_calibration(task: Task, n: int) -> CorrelatedCalibration:
         min_honest=m,
         slack=task.slack,
         noise=noise,
-        delta=correlated_delta(task.epsilon, noise, neighbours=neighbours),
-        delta_lower=correlated_delta(task.epsilon, noise, neighbours=neighbours, rounding="down"),
+        delta=correlated_delta(
+            task.epsilon, noise, neighbours=neighbours, domain_size=task.domain_size, min_honest=m
+        ),
+        delta_lower=correlated_delta(
+            task.epsilon,
+            noise,
+            neighbours=neighbours,
+            domain_size=task.domain_size,
+            min_honest=m,
+            rounding="down",
+        ),
         notes=(
             f"min_honest = min_batch_users = {m}: every user's noise shares are NB(1/{m}, alpha) "
             f"of (j, +1), NB(1/{m}, alpha) of (j, -1) and NB(r/{m}, q) of both, per bin",

@@ -49,11 +49,17 @@ noise shares are the same in both datasets): shifting both bins, the pair is
 P₁ ⊗ P₀ against P₀ ⊗ P₁, whose loss is L′ + L with L′ and L independent, so
 δ(ε) = E[(1 − e^{ε − L′ − L})₊], summed exactly over the two atom sets (one
 sort and two suffix sums). Swapping the two bins maps one direction onto the
-other, so δ is the same both ways. Add/remove (option): one user's value
-message is present or absent; its noise shares are counted with the others'
-in both datasets (a user who opts out of a value still sends noise) — the
-relation the issue's replacement figures extend to a single bin:
-δ = max(H_ε(P₀‖P₁), H_ε(P₁‖P₀)).
+other, so δ is the same both ways. Add/remove (the usual relation: one user
+present or absent, and an absent user sends nothing, neither its value nor
+its noise shares) changes every bin's noise, so it composes all d bins and
+depends on d and m: :mod:`shuffledp.accounting.certificates.correlated_add_remove`
+computes it, and :func:`correlated_delta` dispatches there. (Shuffledp 0.2
+certified under the name ``add-remove`` a relation in which the absent user
+still sent its noise shares, the single-bin pair H_ε(P₀‖P₁), H_ε(P₁‖P₀) above;
+no user who leaves does that, so it is no longer a relation the package
+certifies. It survives only as :func:`_single_bin_delta`, a fast proxy that
+seeds the add/remove calibration's search; every answer is then certified by
+the usual relation.)
 
 **Exactness and rounding.** W's pmf is evaluated on [0, X] with X past the
 point where a Chernoff bound leaves 1e-20 of its mass; atoms beyond X are
@@ -79,6 +85,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Literal
 
 import numpy as np
@@ -91,7 +98,20 @@ from shuffledp._validation import (
     check_probability,
     check_rounding,
 )
+from shuffledp.accounting.certificates.correlated_add_remove import add_remove_delta
+from shuffledp.accounting.certificates.correlated_noise import (
+    DEFAULT_TAIL,
+    NEIGHBOURS,
+    CorrelatedNoise,
+    Neighbours,
+    check_neighbours,
+    dlap_std,
+    negative_binomial_tail_point,
+    negative_binomial_window,
+)
 from shuffledp.accounting.numerics.search import settle_epsilon
+
+_UNIT_ROUNDOFF = 2.0**-53
 
 __all__ = [
     "NEIGHBOURS",
@@ -99,6 +119,7 @@ __all__ = [
     "Neighbours",
     "central_dlap_parameter",
     "cheapest_flooding",
+    "check_add_remove_size",
     "check_neighbours",
     "correlated_delta",
     "correlated_epsilon",
@@ -108,192 +129,8 @@ __all__ = [
     "generic_bin_delta",
     "largest_alpha",
     "negative_binomial_tail_point",
+    "window_floor",
 ]
-
-Neighbours = Literal["replacement", "add-remove"]
-NEIGHBOURS: tuple[str, ...] = ("replacement", "add-remove")
-
-_UNIT_ROUNDOFF = 2.0**-53
-#: Mass W's window leaves out (a Chernoff bound), added to every upper bound.
-DEFAULT_TAIL = 1e-20
-
-
-def check_neighbours(neighbours: object) -> Neighbours:
-    """Return ``neighbours`` as a :data:`Neighbours` if it is one of :data:`NEIGHBOURS`.
-
-    Raises:
-        InvalidParameterError: Naming the parameter, the value and the two allowed.
-    """
-    if neighbours not in NEIGHBOURS:
-        raise InvalidParameterError(
-            f"neighbours must be 'replacement' or 'add-remove', got {neighbours!r}"
-        )
-    return "replacement" if neighbours == "replacement" else "add-remove"
-
-
-def dlap_std(a: float) -> float:
-    """Standard deviation of the discrete Laplace DLap(a) (P(k) ∝ e^{−a|k|}): √(2α)/(1 − α)."""
-    alpha = math.exp(-a)
-    return math.sqrt(2.0 * alpha) / (-math.expm1(-a))
-
-
-@dataclass(frozen=True)
-class CorrelatedNoise:
-    """The per-bin noise totals the guarantee counts on.
-
-    With the honest users' shares present, the analyzer's per-bin counts are
-    N⁺ = h + A + W and N⁻ = A′ + W, A, A′ ~ Geo(α) = NB(1, α), W ~ NB(r, q).
-    These are the floats the randomizer samples with: the certificate is for
-    exactly them.
-
-    Attributes:
-        alpha: α = e^{−a} in (0, 1): the two-sided geometric part; N⁺ − N⁻ − h
-            is DLap(a).
-        flood_r: r ≥ 0, the flooding count's shape (0: no flooding).
-        flood_q: q in [0, 1), the flooding count's probability (0: no flooding).
-    """
-
-    alpha: float
-    flood_r: float
-    flood_q: float
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.alpha, float | int) and 0.0 < self.alpha < 1.0):
-            raise InvalidParameterError(f"alpha must be in (0, 1), got {self.alpha!r}")
-        if not (math.isfinite(self.flood_r) and self.flood_r >= 0.0):
-            raise InvalidParameterError(
-                f"flood_r must be a finite number >= 0, got {self.flood_r!r}"
-            )
-        if not (0.0 <= self.flood_q < 1.0):
-            raise InvalidParameterError(f"flood_q must be in [0, 1), got {self.flood_q!r}")
-        object.__setattr__(self, "alpha", float(self.alpha))
-        object.__setattr__(self, "flood_r", float(self.flood_r))
-        object.__setattr__(self, "flood_q", float(self.flood_q))
-
-    @classmethod
-    def from_a(cls, a: float, flood_r: float, flood_q: float) -> CorrelatedNoise:
-        """The noise with α = e^{−a}."""
-        a = check_epsilon(a, "a")
-        return cls(math.exp(-a), flood_r, flood_q)
-
-    @property
-    def a(self) -> float:
-        """The discrete Laplace parameter a = −ln α."""
-        return -math.log(self.alpha)
-
-    @property
-    def per_bin_std(self) -> float:
-        """Standard deviation of N⁺ − N⁻ − h = A − A′ (the flooding cancels)."""
-        return math.sqrt(2.0 * self.alpha) / (1.0 - self.alpha)
-
-    @property
-    def flood_mean(self) -> float:
-        """E[W] = rq/(1 − q) per bin."""
-        return self.flood_r * self.flood_q / (1.0 - self.flood_q)
-
-    @property
-    def messages_per_bin(self) -> float:
-        """Expected noise messages per bin in all: E[A] + E[A′] + 2E[W]."""
-        return 2.0 * self.alpha / (1.0 - self.alpha) + 2.0 * self.flood_mean
-
-    def to_dict(self) -> dict[str, float]:
-        """Return a JSON-serialisable dictionary."""
-        return {
-            "a": self.a,
-            "alpha": self.alpha,
-            "flood_r": self.flood_r,
-            "flood_q": self.flood_q,
-            "flood_mean": self.flood_mean,
-            "per_bin_std": self.per_bin_std,
-        }
-
-
-# -- the flooding count's pmf ------------------------------------------------------------
-
-
-def _log_chernoff(t: float, r: float, q: float) -> float:
-    """Chernoff's bound on P[NB(r, q) ≥ t], in logs, for t above the mean (optimal s)."""
-    # E[e^{sW}] = ((1 − q)/(1 − q e^s))^r; the minimizer has q e^s = t/(r + t).
-    return t * math.log(q * (r + t) / t) + r * math.log((1.0 - q) * (r + t) / r)
-
-
-def negative_binomial_tail_point(r: float, q: float, tail: float) -> int:
-    """The smallest integer t ≥ the mean with P[NB(r, q) ≥ t] ≤ ``tail`` by Chernoff's bound."""
-    if r == 0.0 or q == 0.0:
-        return 0
-    mean = r * q / (1.0 - q)
-    log_tail = math.log(tail)
-    lo = max(1.0, mean)
-    hi = max(2.0 * lo, lo + 10.0)
-    while _log_chernoff(hi, r, q) > log_tail:
-        lo, hi = hi, 2.0 * hi
-    while hi - lo > 1.0:
-        mid = 0.5 * (lo + hi)
-        if _log_chernoff(mid, r, q) > log_tail:
-            lo = mid
-        else:
-            hi = mid
-    return math.ceil(hi)
-
-
-@dataclass(frozen=True)
-class _Pmf:
-    """A pmf on 0..len(pmf) − 1, with the mass left out and a relative error bound."""
-
-    pmf: NDArray[np.float64]
-    dropped: float
-    rel_error: float
-
-
-#: lnΓ(k + 1) for k = 0, 1, …, grown on demand (every pmf below shares it).
-_LOG_FACTORIALS = np.zeros(1)
-
-
-def _log_factorials(end: int) -> NDArray[np.float64]:
-    """lnΓ(k + 1) for k = 0 … ``end`` (a read-only view of a shared table)."""
-    global _LOG_FACTORIALS
-    table = _LOG_FACTORIALS
-    if len(table) <= end:
-        from scipy import special
-
-        table = special.gammaln(np.arange(max(end + 1, 2 * len(table)), dtype=np.float64) + 1.0)
-        table.flags.writeable = False
-        _LOG_FACTORIALS = table
-    return table[: end + 1]
-
-
-def _negative_binomial_pmf(shape: float, q: float, tail: float) -> _Pmf:
-    """NB(shape, q) on [0, X] (X past the Chernoff point for ``tail``), with its error bound.
-
-    ln P(k) = lnΓ(k + s) − lnΓ(s) − lnΓ(k + 1) + s·ln(1 − q) + k·ln q; each term
-    carries a few units of its own size, so the pmf's relative error is at most
-    e^{Σ} − 1 of their sum (about 16 units of each, with margin).
-    """
-    if shape == 0.0 or q == 0.0:
-        return _Pmf(np.ones(1), 0.0, 0.0)
-    end = negative_binomial_tail_point(shape, q, tail)
-    k = np.arange(end + 1, dtype=np.float64)
-    # The five terms, added left to right (as a sum over a stacked array adds its rows).
-    from scipy import special
-
-    first = special.gammaln(k + shape)
-    second = -special.gammaln(shape)
-    third = -_log_factorials(end)
-    fourth = shape * math.log1p(-q)
-    fifth = k * math.log(q)
-    log_pmf = first + second
-    log_pmf += third
-    log_pmf += fourth
-    log_pmf += fifth
-    size = np.abs(first) + abs(second)
-    size += np.abs(third)
-    size += abs(fourth)
-    size += np.abs(fifth)
-    err = float(np.max(16.0 * _UNIT_ROUNDOFF * (size + 1.0)))
-    with np.errstate(under="ignore"):
-        pmf = np.exp(log_pmf)
-    return _Pmf(pmf, tail, math.expm1(err))
-
 
 # -- one bin's privacy-loss distribution ------------------------------------------------
 
@@ -332,7 +169,7 @@ class _BinLoss:
 def _bin_loss(noise: CorrelatedNoise, tail: float) -> _BinLoss:
     alpha = noise.alpha
     a = -math.log(alpha)
-    flood = _negative_binomial_pmf(noise.flood_r, noise.flood_q, tail)
+    flood = negative_binomial_window(noise.flood_r, noise.flood_q, tail)
     w = flood.pmf
     end = len(w) - 1
     # T(0) = 0, T(x) = α²(w(x − 1) + T(x − 1)) for x = 1 … X + 1: T = filter of α²·w shifted.
@@ -451,31 +288,10 @@ def _certified(
     return max(0.0, total - allowance)
 
 
-def correlated_delta(
-    epsilon: float,
-    noise: CorrelatedNoise,
-    *,
-    neighbours: Neighbours = "replacement",
-    rounding: Literal["up", "down"] = "up",
-    tail: float = DEFAULT_TAIL,
+def _replacement_delta(
+    epsilon: float, noise: CorrelatedNoise, rounding: Literal["up", "down"], tail: float
 ) -> float:
-    """Return the exact δ(ε) of the correlated protocol's view (module docstring).
-
-    Args:
-        epsilon: ε > 0.
-        noise: The per-bin noise totals (at the honest users the guarantee counts on).
-        neighbours: ``"replacement"`` (one user's value moves between two bins,
-            the default) or ``"add-remove"`` (one value message present or absent).
-        rounding: ``"up"`` for the certificate, ``"down"`` for a lower bound on
-            the same exact δ (truncated atoms only lower it).
-        tail: Mass W's window leaves out (added to an upper bound).
-    """
-    rounding = check_rounding(rounding)
-    epsilon = check_epsilon(epsilon)
-    neighbours = check_neighbours(neighbours)
-    tail = check_probability(tail, "tail")
-    if not isinstance(noise, CorrelatedNoise):
-        raise InvalidParameterError(f"noise must be a CorrelatedNoise, got {type(noise).__name__}")
+    """δ(ε) under replacement (module docstring), unchecked: the search's kernel."""
     loss = _bin_loss(noise, tail)
     up = rounding == "up"
     a = noise.a
@@ -487,17 +303,6 @@ def correlated_delta(
     # The extra margin of the value errors: atoms within 2η of the threshold.
     widen = 2.0 * loss.value_error
     terms = 2 * len(loss.values0)
-    if neighbours == "add-remove":
-        first = infinite0 + _positive_part(loss.values0, loss.masses0, epsilon)
-        region0 = infinite0 + _mass_above(loss.values0, loss.masses0, epsilon - widen)
-        second = _positive_part(values1, masses1, epsilon)
-        region1 = _mass_above(values1, masses1, epsilon - widen)
-        return max(
-            _certified(
-                first, region0, loss=loss, terms=terms, dropped=loss.charge0, rounding=rounding
-            ),
-            _certified(second, region1, loss=loss, terms=terms, dropped=0.0, rounding=rounding),
-        )
     composed = _Composed(loss.values0, loss.masses0)
     total, _ = composed.hockey(values1, masses1, epsilon, rounding=rounding)
     _, region = composed.hockey(values1, masses1, epsilon - 2.0 * widen)
@@ -510,18 +315,113 @@ def correlated_delta(
     )
 
 
+def _single_bin_delta(epsilon: float, noise: CorrelatedNoise, tail: float = DEFAULT_TAIL) -> float:
+    """max(H_ε(P₀‖P₁), H_ε(P₁‖P₀)) of one bin at the same noise: not a certificate.
+
+    The relation shuffledp 0.2 called ``add-remove`` (the absent user's noise shares
+    still sent). The usual add/remove relation's δ differs from it by what the user's
+    own shares reveal, small when m is large, so it is a fast proxy that seeds the
+    add/remove calibration's search (:func:`cheapest_flooding`); nothing it returns is
+    reported.
+    """
+    loss = _bin_loss(noise, tail)
+    values1, masses1 = loss.values1, loss.masses1
+    if loss.beyond1 > 0:
+        values1 = np.append(values1, noise.a)
+        masses1 = np.append(masses1, loss.beyond1)
+    widen = 2.0 * loss.value_error
+    terms = 2 * len(loss.values0)
+    first = loss.infinite0 + _positive_part(loss.values0, loss.masses0, epsilon)
+    region0 = loss.infinite0 + _mass_above(loss.values0, loss.masses0, epsilon - widen)
+    second = _positive_part(values1, masses1, epsilon)
+    region1 = _mass_above(values1, masses1, epsilon - widen)
+    return max(
+        _certified(first, region0, loss=loss, terms=terms, dropped=loss.charge0, rounding="up"),
+        _certified(second, region1, loss=loss, terms=terms, dropped=0.0, rounding="up"),
+    )
+
+
+def check_add_remove_size(
+    neighbours: Neighbours, domain_size: object, min_honest: object
+) -> tuple[int, int] | None:
+    """The (d, m) the add/remove relation needs, checked; None under replacement.
+
+    Raises:
+        InvalidParameterError: Under add/remove, if ``domain_size`` is not an integer
+            ≥ 2 or ``min_honest`` not an integer ≥ 2 (naming the parameter and why).
+    """
+    if neighbours == "replacement":
+        return None
+    if isinstance(domain_size, bool) or not isinstance(domain_size, Integral) or domain_size < 2:
+        raise InvalidParameterError(
+            "domain_size must be an integer >= 2 under neighbours='add-remove' (an absent "
+            f"user's noise shares are missing from every bin), got {domain_size!r}"
+        )
+    if isinstance(min_honest, bool) or not isinstance(min_honest, Integral) or min_honest < 2:
+        raise InvalidParameterError(
+            "min_honest must be an integer >= 2 under neighbours='add-remove' (the dataset "
+            "without the user holds min_honest - 1 honest users' noise), got "
+            f"{min_honest!r}"
+        )
+    return int(domain_size), int(min_honest)
+
+
+def correlated_delta(
+    epsilon: float,
+    noise: CorrelatedNoise,
+    *,
+    neighbours: Neighbours = "replacement",
+    domain_size: int | None = None,
+    min_honest: int | None = None,
+    rounding: Literal["up", "down"] = "up",
+    tail: float = DEFAULT_TAIL,
+) -> float:
+    """Return the exact δ(ε) of the correlated protocol's view (module docstring).
+
+    Args:
+        epsilon: ε > 0.
+        noise: The per-bin noise totals (at the m honest users the guarantee counts on).
+        neighbours: ``"replacement"`` (one user's value moves between two bins,
+            the default) or ``"add-remove"`` (one user present or absent; an
+            absent user sends nothing:
+            :mod:`shuffledp.accounting.certificates.correlated_add_remove`).
+        domain_size: d, the number of bins (add/remove only; required there).
+        min_honest: m, honest users in the dataset that holds the user (add/remove
+            only; required there): their shares are NB(1/m, ·) each.
+        rounding: ``"up"`` for the certificate, ``"down"`` for a lower bound on
+            the same exact δ (truncated atoms only lower it).
+        tail: Mass each window leaves out (added to an upper bound).
+    """
+    rounding = check_rounding(rounding)
+    epsilon = check_epsilon(epsilon)
+    neighbours = check_neighbours(neighbours)
+    tail = check_probability(tail, "tail")
+    if not isinstance(noise, CorrelatedNoise):
+        raise InvalidParameterError(f"noise must be a CorrelatedNoise, got {type(noise).__name__}")
+    size = check_add_remove_size(neighbours, domain_size, min_honest)
+    if size is None:
+        return _replacement_delta(epsilon, noise, rounding, tail)
+    return add_remove_delta(
+        epsilon, noise, domain_size=size[0], min_honest=size[1], rounding=rounding, tail=tail
+    )
+
+
 def correlated_epsilon(
     delta: float,
     noise: CorrelatedNoise,
     *,
     neighbours: Neighbours = "replacement",
+    domain_size: int | None = None,
+    min_honest: int | None = None,
     precision: float = 1e-6,
 ) -> tuple[float, float]:
     """Return (ε, δ(ε)): the smallest ε found with :func:`correlated_delta` ≤ ``delta``.
 
-    Settled on :func:`correlated_delta` itself, so the pair holds exactly. ε is
-    searched in (0, 50]; the view is (a, 0)-DP at no ε below the local bound,
-    since W's flooding makes P₀ put mass where P₁ has none.
+    Settled on the same computation as :func:`correlated_delta` (its unchecked
+    kernel), so the pair holds exactly. ε is searched in (0, 50]; the view is
+    (a, 0)-DP at no ε below the local bound, since W's flooding makes P₀ put mass
+    where P₁ has none. ``domain_size`` and ``min_honest`` as for
+    :func:`correlated_delta` (add/remove only).
 
     Raises:
         InvalidParameterError: If no ε up to 50 reaches ``delta`` (it cannot
@@ -529,16 +429,22 @@ def correlated_epsilon(
     """
     target = check_delta(delta)
     neighbours = check_neighbours(neighbours)
+    if not isinstance(noise, CorrelatedNoise):
+        raise InvalidParameterError(f"noise must be a CorrelatedNoise, got {type(noise).__name__}")
+    size = check_add_remove_size(neighbours, domain_size, min_honest)
 
     def value(eps: float) -> float:
-        return correlated_delta(eps, noise, neighbours=neighbours)
+        if size is None:
+            return _replacement_delta(eps, noise, "up", DEFAULT_TAIL)
+        return add_remove_delta(eps, noise, domain_size=size[0], min_honest=size[1])
 
-    if value(50.0) > target:
-        floor = value(50.0)
+    floor = value(50.0)
+    if floor > target:
         raise InvalidParameterError(
             f"no epsilon reaches delta={target:g} with this noise: delta stays at "
-            f"{floor:.3g} or above (the view reveals a bin with no flooding, "
-            f"probability (1 - alpha)*P[W = 0]); raise the flooding"
+            f"{floor:.3g} or above at epsilon=50 (the view reveals a bin with no flooding, "
+            "probability (1 - alpha)*P[W = 0], or, under add/remove, the user's own noise "
+            "shares); change the noise"
         )
     lo, hi = 1e-9, 50.0
     while hi / lo > 1.0 + 1e-3:
@@ -578,12 +484,18 @@ def generic_bin_delta(
     """
     epsilon = check_epsilon(epsilon)
     neighbours = check_neighbours(neighbours)
+    if neighbours != "replacement":
+        raise InvalidParameterError(
+            "generic_bin_delta sums the replacement pair of two bins; the add/remove "
+            "relation changes every bin: use correlated_delta(..., neighbours='add-remove', "
+            "domain_size=..., min_honest=...)"
+        )
     tail = check_probability(tail, "tail")
     CorrelatedNoise(alpha, flood_r, flood_q)  # checks alpha, flood_r and flood_q
     if not (isinstance(shape, float | int) and math.isfinite(shape) and shape > 0.0):
         raise InvalidParameterError(f"shape must be a finite number > 0, got {shape!r}")
-    g = _negative_binomial_pmf(shape, alpha, tail)
-    w = _negative_binomial_pmf(flood_r, flood_q, tail)
+    g = negative_binomial_window(shape, alpha, tail)
+    w = negative_binomial_window(flood_r, flood_q, tail)
     depth = len(g.pmf) - 1  # g(k) = 0 (dropped) beyond D
     band = np.arange(-depth - 1, depth + 2)
     u = np.arange(len(w.pmf) + depth + 1)
@@ -613,12 +525,6 @@ def generic_bin_delta(
     v0, m0 = loss[finite], p0[finite]
     v1, m1 = -loss[finite], p1[finite]
     dropped = 2.0 * (w.dropped + 2.0 * g.dropped) + 1e-14
-    if neighbours == "add-remove":
-        return min(
-            1.0,
-            max(inf0 + _positive_part(v0, m0, epsilon), inf1 + _positive_part(v1, m1, epsilon))
-            + dropped,
-        )
     composed = _Composed(v0, m0)
     total, _ = composed.hockey(v1, m1, epsilon)
     total += inf0 * (float(np.sum(m1)) + inf1) + inf1 * float(np.sum(m0))
@@ -663,37 +569,166 @@ def flooding_floor(
 
     As W's pmf flattens, w(x)/T(x) tends to (1 − α²)/α² and each bin's loss to
     ±a with masses α/(1 + α) and 1/(1 + α) (the discrete Laplace's own pair).
-    Replacement composes two bins: δ∞ = (1/(1 + α))²·(1 − e^{ε − 2a})₊;
-    add/remove: (1/(1 + α))·(1 − e^{ε − a})₊. Positive only where the two-sided
-    part alone spends more than ε.
+    Replacement composes two bins: δ∞ = (1/(1 + α))²·(1 − e^{ε − 2a})₊, positive
+    only where the two-sided part alone spends more than ε. Under add/remove more
+    flooding also shows more of the absent user's own shares, so there is no such
+    limit to state.
+
+    Raises:
+        InvalidParameterError: If ``neighbours`` is not ``"replacement"``.
     """
     epsilon = check_epsilon(epsilon)
     a = -math.log(alpha)
-    if check_neighbours(neighbours) == "replacement":
-        return (1.0 / (1.0 + alpha)) ** 2 * max(0.0, -math.expm1(epsilon - 2.0 * a))
-    return (1.0 / (1.0 + alpha)) * max(0.0, -math.expm1(epsilon - a))
+    if check_neighbours(neighbours) != "replacement":
+        raise InvalidParameterError(
+            "flooding_floor is the replacement relation's limit; under add/remove more "
+            "flooding does not only help"
+        )
+    return (1.0 / (1.0 + alpha)) ** 2 * max(0.0, -math.expm1(epsilon - 2.0 * a))
+
+
+def window_floor(alpha: float) -> float:
+    """What every certificate at this α charges whatever the flooding: (1 − α)·``DEFAULT_TAIL``.
+
+    W's window leaves out ``DEFAULT_TAIL`` of its mass and the replacement
+    certificate adds (1 − α) times it (``charge0``); without flooding the +∞ atom
+    alone weighs 1 − α. The add/remove certificate charges more (3·``DEFAULT_TAIL``
+    per bin and its FFT rounding). No δ at or below this can be certified.
+    """
+    return (1.0 - alpha) * DEFAULT_TAIL
 
 
 def _smallest_flooding_shape(
-    passes: Callable[[float], bool], start: float, rtol: float
+    delta_at: Callable[[float], float], target: float, start: float, rtol: float
 ) -> float | None:
-    """The smallest r ≥ ``start`` (to ``rtol``) with passes(r); None if none below 1e7."""
-    lo, hi = 0.0, max(start, 1e-3)
-    while not passes(hi):
-        lo, hi = hi, 2.0 * hi
+    """The smallest r (to ``rtol``) with delta_at(r) ≤ ``target``; None if none below 1e7.
+
+    At fixed q, δ does not increase with r (more flooding is independent noise added
+    to both counts), and ln δ is close to linear in r once the flooding dominates, so
+    the crossing is bracketed by doubling (or halving) from ``start`` and narrowed by
+    false position on (r, ln δ) (Illinois variant, kept inside the bracket's inner
+    90%). Only evaluated points are returned: the bracket's passing end.
+    """
+
+    def gap(r: float) -> float:
+        value = delta_at(r)
+        if not value > 0.0:
+            return -math.inf
+        return math.log(value) - math.log(target)
+
+    hi = max(start, 1e-3)
+    g_hi = gap(hi)
+    lo, g_lo = 0.0, math.inf
+    while g_hi > 0.0:
+        lo, g_lo = hi, g_hi
+        hi *= 2.0
         if hi > 1e7:
             return None
+        g_hi = gap(hi)
     if lo == 0.0:
         lo = hi / 2.0
-        while lo > 1e-6 and passes(lo):
-            hi, lo = lo, lo / 2.0
+        g_lo = gap(lo)
+        while lo > 1e-6 and g_lo <= 0.0:
+            hi, g_hi = lo, g_lo
+            lo /= 2.0
+            g_lo = gap(lo)
+        if g_lo <= 0.0:
+            return lo
+    side = 0
     while hi - lo > rtol * hi:
-        mid = 0.5 * (lo + hi)
-        if passes(mid):
-            hi = mid
+        if math.isfinite(g_lo) and math.isfinite(g_hi) and g_lo > g_hi:
+            mid = hi - g_hi * (hi - lo) / (g_hi - g_lo)
         else:
-            lo = mid
+            mid = 0.5 * (lo + hi)
+        width = hi - lo
+        mid = min(max(mid, lo + 0.05 * width), hi - 0.05 * width)
+        g_mid = gap(mid)
+        if g_mid <= 0.0:
+            hi, g_hi = mid, g_mid
+            if side == -1:
+                g_lo /= 2.0  # Illinois: halve the end that stayed
+            side = -1
+        else:
+            lo, g_lo = mid, g_mid
+            if side == 1:
+                g_hi /= 2.0
+            side = 1
     return hi
+
+
+#: 1 − q on the calibration's grid, from the flattest flooding to the most spread.
+_Q_GRID = 1.0 - np.geomspace(0.5, 2e-4, 14)
+
+
+def _cheapest_over_q(
+    cost_of_q: Callable[[float], tuple[float, float] | None],
+) -> tuple[float, float, float] | None:
+    """(E[W], q, r) of the cheapest flooding over q: the grid, then a golden-section search.
+
+    The grid is scanned from the flattest q up and stops two points after costs start
+    rising (beyond the optimum the windows, and the time, grow like 1/(1 − q));
+    golden-section steps on logit(q) then refine around the best point. Only the cost
+    matters here: every candidate was certified by ``cost_of_q``.
+    """
+    found: list[tuple[float, float]] = []
+    best_index, rising = -1, 0
+    for q in _Q_GRID:
+        at = cost_of_q(float(q))
+        cost = math.inf if at is None else at[0]
+        found.append((cost, float(q)))
+        if best_index < 0 or cost < found[best_index][0]:
+            best_index, rising = len(found) - 1, 0
+        elif math.isfinite(found[best_index][0]):
+            rising += 1
+            if rising >= 2:
+                break
+    if not math.isfinite(found[best_index][0]):
+        return None
+    left = found[max(best_index - 1, 0)][1]
+    right = found[min(best_index + 1, len(found) - 1)][1]
+    x_lo, x_hi = math.log(left / (1 - left)), math.log(right / (1 - right))
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    candidates: dict[float, tuple[float, float]] = {}
+
+    def cost_at(x: float) -> float:
+        q = 1.0 / (1.0 + math.exp(-x))
+        at = cost_of_q(q)
+        if at is None:
+            return math.inf
+        candidates[q] = at
+        return at[0]
+
+    for cost, q in found:
+        at = cost_of_q(q) if math.isfinite(cost) else None
+        if at is not None:
+            candidates[q] = at
+    c = x_hi - ratio * (x_hi - x_lo)
+    d = x_lo + ratio * (x_hi - x_lo)
+    f_c, f_d = cost_at(c), cost_at(d)
+    for _ in range(10):
+        if f_c < f_d:
+            x_hi, d, f_d = d, c, f_c
+            c = x_hi - ratio * (x_hi - x_lo)
+            f_c = cost_at(c)
+        else:
+            x_lo, c, f_c = c, d, f_d
+            d = x_lo + ratio * (x_hi - x_lo)
+            f_d = cost_at(d)
+    mean, q, r = min((v[0], q, v[1]) for q, v in candidates.items())
+    return mean, q, r
+
+
+#: The single-bin proxy's targets under add/remove, as (share of ε, share of δ), tried in
+#: turn: the user's own shares need some of the budget, and ε spent on the value's bin
+#: leaves less for them than more flooding would (which shows more of them).
+_PROXY_TARGETS: tuple[tuple[float, float], ...] = (
+    (1.0, 1.0),
+    (1.0, 0.25),
+    (0.95, 0.5),
+    (0.9, 0.5),
+    (0.8, 0.5),
+    (0.65, 0.5),
+)
 
 
 def cheapest_flooding(
@@ -702,6 +737,8 @@ def cheapest_flooding(
     alpha: float,
     *,
     neighbours: Neighbours = "replacement",
+    domain_size: int | None = None,
+    min_honest: int | None = None,
     rtol: float = 1e-4,
 ) -> CorrelatedNoise:
     """The cheapest flooding NB(r, q) that certifies (ε, δ) with the two-sided part α.
@@ -709,77 +746,142 @@ def cheapest_flooding(
     Cheapest: the fewest expected messages E[W] = rq/(1 − q); certifies:
     :func:`correlated_delta` at ε is at most δ.
 
-    At fixed q, δ does not increase with r (W_{r+s} = W_r + W_s: more flooding is
-    independent noise added to both counts, a post-processing), so the smallest
-    r is found by bisection on the certificate itself (every r returned passed
-    it). Over q (a log grid of 1 − q from 0.5 to 2e-4, then a golden-section
-    refinement around the best point) the cheapest is kept. The view's +∞ atom
-    gives the starting r: (1 − α)(1 − q)^r ≤ δ.
+    Replacement: at fixed q, δ does not increase with r (W_{r+s} = W_r + W_s: more
+    flooding is independent noise added to both counts, a post-processing), so the
+    smallest r is found by a bracketed search on the certificate itself (every r
+    returned passed it); over q, a grid of 1 − q from 0.5 down (stopped once the
+    cost rises) and a golden-section refinement keep the cheapest. The view's +∞
+    atom gives the starting r: (1 − α)(1 − q)^r ≤ δ.
+
+    Add/remove (``domain_size`` and ``min_honest`` required): more flooding also
+    makes the absent user's own flooding shares easier to see, so δ is not monotone
+    in r. The same search runs on the single-bin proxy :func:`_single_bin_delta`
+    at the target, then at smaller shares of ε and δ (:data:`_PROXY_TARGETS`), each
+    result checked with the add/remove certificate; the first that passes is
+    returned (certified, though not always the cheapest).
 
     Raises:
         InvalidParameterError: If no flooding up to r = 1e7 certifies (ε, δ) (ε
-            too small for this α: the two-sided part alone costs e^{a} per bin).
+            too small for this α: the two-sided part alone costs e^{a} per bin),
+            or, under add/remove, if none of the proxy's answers passes (the user's
+            own shares are too visible at this m and d).
     """
     epsilon = check_epsilon(epsilon)
     target = check_delta(delta)
     neighbours = check_neighbours(neighbours)
-    floor = flooding_floor(epsilon, alpha, neighbours=neighbours)
-    if floor >= target:
-        a = -math.log(alpha)
+    size = check_add_remove_size(neighbours, domain_size, min_honest)
+    floor = window_floor(alpha)
+    if target <= floor:
         raise InvalidParameterError(
-            f"no flooding certifies ({epsilon:g}, {target:g}) with a={a:.4g}: even unlimited "
-            f"flooding leaves delta={floor:.3g} (the two-sided part alone spends "
-            f"{2 * a if neighbours == 'replacement' else a:.4g} > epsilon); lower a"
+            f"delta={target:g} is not above what the certificate always charges: "
+            f"{floor:.3g}, the flooding mass its windows leave out ((1 - alpha) * "
+            f"{DEFAULT_TAIL:g} at alpha={alpha:.6g}); ask for a larger delta"
         )
+    if size is None:
+        floor = flooding_floor(epsilon, alpha, neighbours=neighbours)
+        if floor >= target:
+            a = -math.log(alpha)
+            raise InvalidParameterError(
+                f"no flooding certifies ({epsilon:g}, {target:g}) with a={a:.4g}: even "
+                f"unlimited flooding leaves delta={floor:.3g} (the two-sided part alone "
+                f"spends {2 * a:.4g} > epsilon); lower a"
+            )
+
+        def kernel(noise: CorrelatedNoise) -> float:
+            return _replacement_delta(epsilon, noise, "up", DEFAULT_TAIL)
+
+        found = _cheapest_for(kernel, epsilon, target, alpha, rtol)
+        if found is None:
+            raise InvalidParameterError(
+                f"no flooding certifies ({epsilon:g}, {target:g}) with alpha={alpha:g} "
+                f"(a={-math.log(alpha):.4g}): epsilon must leave room above what the "
+                "two-sided part spends"
+            )
+        return found
+    d, m = size
+    a = -math.log(alpha)
+
+    def proxy(share: float, proxy_target: float) -> CorrelatedNoise | None:
+        """The proxy's cheapest flooding at (share·ε, proxy_target·δ); None if none."""
+        proxy_epsilon = share * epsilon
+        # The proxy's own limit with unlimited flooding: (1/(1 + α))·(1 − e^{ε′ − a})₊.
+        if -math.expm1(proxy_epsilon - a) / (1.0 + alpha) >= proxy_target * target:
+            return None
+        return _cheapest_for(
+            lambda noise: _single_bin_delta(proxy_epsilon, noise),
+            proxy_epsilon,
+            proxy_target * target,
+            alpha,
+            1e-3,
+        )
+
+    def passes(noise: CorrelatedNoise) -> bool:
+        return add_remove_delta(epsilon, noise, domain_size=d, min_honest=m) <= target
+
+    failed: tuple[float, float] | None = None
+    for attempt, (share, proxy_target) in enumerate(_PROXY_TARGETS):
+        found = proxy(share, proxy_target)
+        if found is None:
+            continue
+        if passes(found):
+            if failed is not None and failed[0] == share:
+                # Narrow the proxy's δ between the last failure and this pass (log scale):
+                # a larger proxy δ is a cheaper flooding.
+                lo, hi = failed[1], proxy_target
+                for _ in range(3):
+                    mid = math.sqrt(lo * hi)
+                    candidate = proxy(share, mid)
+                    if candidate is not None and passes(candidate):
+                        found, hi = candidate, mid
+                    else:
+                        lo = mid
+            return found
+        failed = (share, proxy_target)
+        if attempt == 0:
+            # What the certificate charges whatever ε (windows, FFT rounding) at this noise.
+            floor = add_remove_delta(50.0, found, domain_size=d, min_honest=m)
+            if floor >= target:
+                raise InvalidParameterError(
+                    f"delta={target:g} is below what the add/remove certificate can state "
+                    f"at domain_size={d}: it charges about {floor:.3g} for the mass its "
+                    "windows leave out and the rounding of composing every bin; ask for a "
+                    "larger delta"
+                )
+    raise InvalidParameterError(
+        f"no flooding certifies ({epsilon:g}, {target:g}) under add/remove with alpha={alpha:g} "
+        f"at min_honest={m} and domain_size={d}: the absent user's own noise shares, in "
+        "every bin, stay visible; raise min_honest (or use replacement)"
+    )
+
+
+def _cheapest_for(
+    kernel: Callable[[CorrelatedNoise], float],
+    epsilon: float,
+    target: float,
+    alpha: float,
+    rtol: float,
+) -> CorrelatedNoise | None:
+    """The cheapest flooding whose ``kernel`` δ at ε is at most ``target`` (None if none)."""
     memo: dict[float, tuple[float, float] | None] = {}
 
     def at(q: float) -> tuple[float, float] | None:
-        """(E[W], r) of the smallest certified r at this q."""
+        """(E[W], r) of the smallest passing r at this q."""
         if q not in memo:
             start = math.log((1.0 - alpha) / target) / -math.log1p(-q)
 
-            def passes(r: float) -> bool:
+            def delta_at(r: float) -> float:
                 if r * q / (1.0 - q) > MAX_FLOOD_MEAN:
-                    return False  # beyond what the accountant's window affords
-                noise = CorrelatedNoise(alpha, r, q)
-                return correlated_delta(epsilon, noise, neighbours=neighbours) <= target
+                    return math.inf  # beyond what the accountant's window affords
+                return kernel(CorrelatedNoise(alpha, r, q))
 
-            r = _smallest_flooding_shape(passes, start, rtol)
+            r = _smallest_flooding_shape(delta_at, target, start, rtol)
             memo[q] = None if r is None else (r * q / (1.0 - q), r)
         return memo[q]
 
-    grid = 1.0 - np.geomspace(0.5, 2e-4, 14)
-    found = [(at(float(q)), float(q)) for q in grid]
-    if all(cost is None for cost, _ in found):
-        raise InvalidParameterError(
-            f"no flooding certifies ({epsilon:g}, {target:g}) with alpha={alpha:g} "
-            f"(a={-math.log(alpha):.4g}): epsilon must leave room above what the two-sided "
-            "part spends"
-        )
-    # Golden-section search on logit(q) between the best grid point's neighbours.
-    costs = [math.inf if cost is None else cost[0] for cost, _ in found]
-    index = int(np.argmin(costs))
-    left = float(grid[max(index - 1, 0)])
-    right = float(grid[min(index + 1, len(grid) - 1)])
-    x_lo, x_hi = math.log(left / (1 - left)), math.log(right / (1 - right))
-    ratio = (math.sqrt(5.0) - 1.0) / 2.0
-
-    def cost_at(x: float) -> float:
-        q = 1.0 / (1.0 + math.exp(-x))
-        found_q = at(q)
-        return math.inf if found_q is None else found_q[0]
-
-    c = x_hi - ratio * (x_hi - x_lo)
-    d = x_lo + ratio * (x_hi - x_lo)
-    for _ in range(12):
-        if cost_at(c) < cost_at(d):
-            x_hi = d
-        else:
-            x_lo = c
-        c = x_hi - ratio * (x_hi - x_lo)
-        d = x_lo + ratio * (x_hi - x_lo)
-    candidates = [(v[0], q, v[1]) for q, v in memo.items() if v is not None]
-    _, q, r = min(candidates)
+    best = _cheapest_over_q(at)
+    if best is None:
+        return None
+    _, q, r = best
     return CorrelatedNoise(alpha, r, q)
 
 
@@ -789,34 +891,48 @@ def epsilon_with_fewer_honest(
     fraction: float,
     *,
     neighbours: Neighbours = "replacement",
+    domain_size: int | None = None,
+    min_honest: int | None = None,
     precision: float = 1e-4,
 ) -> float:
     """ε at δ when only a ``fraction`` β of the noise the guarantee counts on is present.
 
     Dropouts and colluding users remove their shares: the totals become
-    A, A′ ~ NB(β, α) and W ~ NB(β·r, q), whose two-dimensional law
-    :func:`generic_bin_delta` sums directly (at β < 1 the difference A − A′ is
-    the generalized discrete Laplace of Harrison & Manurangsi, FORC 2025, arXiv
-    2504.05202). An analysis number for the documentation and reports (the
-    guarantee itself assumes β = 1), found by bisection on ε to ``precision``,
-    the upper end returned.
+    A, A′ ~ NB(β, α) and W ~ NB(β·r, q). Under replacement their two-dimensional
+    law is summed directly by :func:`generic_bin_delta` (at β < 1 the difference
+    A − A′ is the generalized discrete Laplace of Harrison & Manurangsi, FORC 2025,
+    arXiv 2504.05202); under add/remove (``domain_size`` and ``min_honest``
+    required) the dataset with the user holds β·m users' shares and the one without
+    β·m − 1 (:func:`~shuffledp.accounting.certificates.correlated_add_remove.add_remove_delta`).
+    An analysis number for the documentation and reports (the guarantee itself
+    assumes β = 1), found by bisection on ε to ``precision``, the upper end returned.
 
     Raises:
-        InvalidParameterError: If ``fraction`` is not in (0, 1], or no ε up to 50
-            reaches δ.
+        InvalidParameterError: If ``fraction`` is not in (0, 1] (under add/remove,
+            also β·m ≥ 1), or no ε up to 50 reaches δ.
     """
     target = check_delta(delta)
+    neighbours = check_neighbours(neighbours)
     if not (isinstance(fraction, float | int) and 0.0 < fraction <= 1.0):
         raise InvalidParameterError(f"fraction must be in (0, 1], got {fraction!r}")
+    size = check_add_remove_size(neighbours, domain_size, min_honest)
+    if size is not None and fraction * size[1] < 1.0:
+        raise InvalidParameterError(
+            f"fraction must leave at least one honest user under add/remove: "
+            f"fraction * min_honest = {fraction * size[1]:g} < 1"
+        )
 
     def value(eps: float) -> float:
+        if size is not None:
+            return add_remove_delta(
+                eps, noise, domain_size=size[0], min_honest=size[1], fraction=float(fraction)
+            )
         return generic_bin_delta(
             eps,
             alpha=noise.alpha,
             shape=float(fraction),
             flood_r=noise.flood_r * fraction,
             flood_q=noise.flood_q,
-            neighbours=neighbours,
         )
 
     lo, hi = 1e-6, 50.0

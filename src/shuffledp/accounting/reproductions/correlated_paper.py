@@ -139,6 +139,8 @@ def paper_correlated_noise(
     gamma: float = PAPER_GAMMA,
     *,
     neighbours: Neighbours = "replacement",
+    domain_size: int | None = None,
+    min_honest: int | None = None,
 ) -> PaperCorrelatedRule:
     """Return the papers' noise for (ε, δ) (:func:`paper_flooding`) and its exact privacy.
 
@@ -150,14 +152,19 @@ def paper_correlated_noise(
         epsilon: Target ε > 0.
         delta: Target δ in (0, 1).
         gamma: Share of ε given to the flooding, in (0, 1).
-        neighbours: ``"replacement"`` or ``"add-remove"``.
+        neighbours: ``"replacement"`` or ``"add-remove"`` (the usual relation,
+            certified over every bin: ``domain_size`` and ``min_honest`` required).
+        domain_size: d (add/remove only).
+        min_honest: m (add/remove only).
 
     Raises:
         InvalidParameterError: On a bad parameter.
     """
     noise, flood_epsilon, flood_delta = paper_flooding(epsilon, delta, gamma, neighbours=neighbours)
     epsilon, delta = float(epsilon), float(delta)
-    exact_epsilon, at_exact = correlated_epsilon(delta, noise, neighbours=neighbours)
+    exact_epsilon, at_exact = correlated_epsilon(
+        delta, noise, neighbours=neighbours, domain_size=domain_size, min_honest=min_honest
+    )
     return PaperCorrelatedRule(
         epsilon=epsilon,
         delta=delta,
@@ -166,7 +173,9 @@ def paper_correlated_noise(
         flood_epsilon=flood_epsilon,
         flood_delta=flood_delta,
         noise=noise,
-        delta_at_epsilon=correlated_delta(epsilon, noise, neighbours=neighbours),
+        delta_at_epsilon=correlated_delta(
+            epsilon, noise, neighbours=neighbours, domain_size=domain_size, min_honest=min_honest
+        ),
         exact_epsilon=exact_epsilon,
         delta_at_exact_epsilon=at_exact,
     )
