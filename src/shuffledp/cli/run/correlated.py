@@ -64,8 +64,8 @@ def add_correlated_arguments(parser: argparse.ArgumentParser) -> None:
         "--neighbours",
         choices=CORRELATED_NEIGHBOURS,
         default="replacement",
-        help="replacement: one user's value changes (default); add-remove: one value "
-        "message present or absent",
+        help="replacement: one user's value changes (default); add-remove: one user "
+        "present or absent, an absent user sending nothing (noise shares included)",
     )
 
 

@@ -108,8 +108,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--neighbours",
         choices=("replacement", "add-remove"),
         default=None,
-        help="replacement: one user's value changes (default); add-remove: one value "
-        "message present or absent",
+        help="replacement: one user's value changes (default); add-remove: one user "
+        "present or absent, an absent user sending nothing (noise shares included)",
     )
     augmented = parser.add_argument_group("augmented")
     augmented.add_argument(
