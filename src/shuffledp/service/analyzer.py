@@ -8,8 +8,8 @@ HTTP API (JSON):
   "stored"}``; a batch id already stored is a no-op with the same answer.
   Refusals: 401/403 (no or wrong bearer), 400 (malformed), 404 (other task),
   409 (the same messages already stored under another batch id), 413 (body too
-  large), 422 (fewer than ``min_batch_users`` users, or a number of messages
-  that many users cannot send).
+  large), 422 (fewer than ``min_batch_users`` users, a number of messages
+  that many users cannot send, or an augmented batch without its dummies).
 * ``GET /v1/estimate``: the release (:mod:`~shuffledp.service.release`), 409
   while no batch is aggregated.
 * ``GET /v1/task``, ``GET /v1/health``, ``GET /v1/metrics``; ``GET /v1/ready``,
@@ -18,9 +18,13 @@ HTTP API (JSON):
 
 Aggregation. A worker thread decrypts and decodes every message of each stored
 batch (what does not decrypt or decode is counted in the metrics and skipped,
-never fatal) and, in ONE transaction, records the batch's counts and marks it
-aggregated; a restart resumes the batches not yet marked. Each batch is
-therefore counted exactly once whatever crashes.
+never fatal) and, in ONE transaction, keeps the replay key (the HPKE
+encapsulated key) of every good message not counted before, records the
+counts of those messages and marks the batch aggregated; a restart resumes
+the batches not yet marked. Each batch is therefore counted exactly once
+whatever crashes, and each ciphertext at most once for the task's lifetime:
+a copy, in a later batch or the same one, is dropped (``messages_duplicate``
+in the metrics, and a warning).
 
 What the analyzer can check. The number of users in a batch is the
 shuffler's word (as in the shuffle model, n is public; the release's
@@ -32,7 +36,11 @@ cuts a batch as soon as ``min_batch_users`` wait, so a batch holds at most
 the messages are as many as that many users can send (:func:`batch_message_bounds`:
 for k-RR exactly one each; for the correlated protocol at least one and at
 most ``max_messages_per_submission`` each; for the augmented protocol at most
-one each plus the shuffler's dummies, and at least one each when β = 1).
+one each plus the shuffler's dummies, and at least one each when β = 1), and,
+for the augmented protocol, that the batch holds the shuffler's dummies: at
+least the count an honest batch of that many users falls below with
+probability 10⁻³⁰ (:mod:`~shuffledp.service.dummy_check`; 422
+``missing_dummies``, logged, nothing published from it).
 Bodies larger than such a batch can be are refused on their Content-Length,
 or as soon as they pass it.
 
@@ -191,6 +199,19 @@ def parse_batch(data: Any, task: Task, *, max_batch_users: int | None = None) ->
         raise RejectedError(
             422, "implausible_batch", f"{n_messages} messages cannot come from {n_users} users"
         )
+    if task.protocol == "augmented":
+        from shuffledp.service.dummy_check import DUMMY_CHECK_TAIL, task_fewest_messages
+
+        with_dummies = task_fewest_messages(task, n_users)
+        if n_messages < with_dummies:
+            raise RejectedError(
+                422,
+                "missing_dummies",
+                f"{n_messages} messages for {n_users} users: an honest shuffler's batch of "
+                f"that many users holds at least {with_dummies} (their sampled messages and "
+                f"its dummies) except with probability {DUMMY_CHECK_TAIL:g}; nothing of it is "
+                "stored or published",
+            )
     return ReceivedBatch(
         batch_id, payload, n_users, n_messages, content_digest(payload, CIPHERTEXT_LENGTH)
     )
@@ -315,6 +336,8 @@ def create_analyzer_app(
             new = store.add_batch(batch)
         except RejectedError as exc:
             count(exc.reason, reason=True)
+            if exc.reason == "missing_dummies":
+                _log.warning("refused a batch without the shuffler's dummies: %s", exc.message)
             return exc.status, {"error": exc.message, "reason": exc.reason}
         except BatchConflictError:
             count("replayed_content", reason=True)
