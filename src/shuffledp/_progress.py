@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -70,26 +71,49 @@ def progress_bar(
     )
 
 
+def _other_bars(own: Any) -> int:
+    """How many progress bars other than ``own`` are open (tqdm registers every enabled one)."""
+    instances = getattr(tqdm, "_instances", ())
+    return len(instances) - (1 if own is not None else 0)
+
+
 @contextlib.contextmanager
 def working(desc: str, *, after: float = 1.0) -> Iterator[None]:
     """Show an elapsed-time indicator on a terminal while the block runs longer than ``after`` s.
 
     For computations without a known number of steps (an exact sum, a
-    calibration): a line such as ``calibrating epsilon0: 3.2s`` that refreshes
-    until the block ends, then disappears. Nothing is shown off a terminal or
-    for blocks that finish within ``after`` seconds.
+    calibration, grouping rows by user): a line such as ``calibrating
+    epsilon0: 3.2s`` that refreshes until the block ends, then disappears.
+    Nothing is shown off a terminal or for blocks that finish within ``after``
+    seconds. While a progress bar of the block's own steps is open (reading a
+    file, shuffling) the line steps aside and comes back after it, so that a
+    long block always shows something and never two lines at once.
     """
     if not sys.stderr.isatty():
         yield
         return
     done = threading.Event()
+    started = time.time()  # tqdm's clock
 
     def show() -> None:
         if done.wait(after):
             return
-        with tqdm(total=None, desc=desc, bar_format="{desc}: {elapsed}", leave=False) as bar:
-            while not done.wait(0.25):
-                bar.refresh()
+        bar = None
+        try:
+            while not done.is_set():
+                if _other_bars(bar) > 0:
+                    if bar is not None:  # a bar of the block's own steps is showing
+                        bar.close()
+                        bar = None
+                elif bar is None:
+                    bar = tqdm(total=None, desc=desc, bar_format="{desc}: {elapsed}", leave=False)
+                    bar.start_t = started  # the time shown is the block's, from its start
+                else:
+                    bar.refresh()
+                done.wait(0.25)
+        finally:
+            if bar is not None:
+                bar.close()
 
     thread = threading.Thread(target=show, daemon=True)
     thread.start()

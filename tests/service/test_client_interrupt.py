@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -64,7 +65,7 @@ class HoldingRelay:
         self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
         self._start(self._accept)
 
-    def _start(self, target, *args) -> None:  # type: ignore[no-untyped-def]
+    def _start(self, target: Callable[..., None], *args: object) -> None:
         thread = threading.Thread(target=target, args=args, daemon=True)
         self._threads.append(thread)
         thread.start()

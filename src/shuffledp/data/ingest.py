@@ -25,6 +25,7 @@ described in :attr:`LoadedValues.notes` for the operator.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from shuffledp._progress import working
 from shuffledp._rng import SeedLike
 from shuffledp._validation import DataError, InvalidParameterError
 from shuffledp._wording import Parameter, Worded
@@ -423,7 +425,8 @@ def _load(
         if ids is None:
             selected = codes[keep] if encoder.missing else codes
         else:
-            one = ids.one_per_user(keep, per_user, seed)
+            with working("grouping rows by user") if show_progress else nullcontext():
+                one = ids.one_per_user(keep, per_user, seed)
             selected = codes[one.rows]
             duplicates = one.rows_beyond_one
             if one.users_without_value:

@@ -13,15 +13,21 @@ from typing import TYPE_CHECKING
 
 from shuffledp.cli._choices import DEFAULT_NA_VALUES
 from shuffledp.cli.run._domain import declared_domain
+from shuffledp.cli.run._memory import check_before_messages, check_before_reading
 from shuffledp.cli.run._release import ReleaseContext
 
 if TYPE_CHECKING:  # the parser is built without numpy and the protocols (lazy imports)
     import numpy as np
 
+    from shuffledp._memory import MemoryLimit
     from shuffledp.data.ingest import LoadedHistogram, LoadedValues
     from shuffledp.protocols.base import ExecutionPath, ProtocolRun, ShuffleProtocol
 
-__all__ = ["RunInput", "csv_options", "load_input"]
+__all__ = ["COUNT_PATH_STATUS", "MESSAGE_PATH_STATUS", "RunInput", "csv_options", "load_input"]
+
+#: Status lines on a terminal while a run's path works (after a second; see _progress.working).
+MESSAGE_PATH_STATUS = "message path: randomizing, shuffling, counting"
+COUNT_PATH_STATUS = "count path: drawing the counts"
 
 
 def csv_options(args: argparse.Namespace) -> tuple[str | None, tuple[str, ...]]:
@@ -49,6 +55,8 @@ class RunInput:
         seed: ``--seed`` (``None``: OS entropy and the cryptographic shuffle).
         protocol_seed: The protocol's stream: a child of ``seed`` independent of
             the one that sampled the data (``None`` without a seed).
+        memory: The run's memory limit (``--memory-limit`` or the machine's
+            available memory; ``None``: not known, not checked).
     """
 
     loaded: LoadedValues | LoadedHistogram
@@ -58,6 +66,7 @@ class RunInput:
     operator_notes: list[str] = field(default_factory=list)
     seed: int | None = None
     protocol_seed: np.random.Generator | None = None
+    memory: MemoryLimit | None = None
 
     @property
     def n(self) -> int:
@@ -65,14 +74,25 @@ class RunInput:
         return self.loaded.n
 
     def run(self, protocol: ShuffleProtocol, path: ExecutionPath) -> ProtocolRun:
-        """Run ``protocol`` on these users: their values, or their histogram on the count path."""
+        """Run ``protocol`` on these users: their values, or their histogram on the count path.
+
+        Raises:
+            InvalidParameterError: If the message path's messages will not fit in
+                the memory limit (before any is made).
+        """
+        from shuffledp._progress import working
         from shuffledp.data.ingest import LoadedValues
 
         if isinstance(self.loaded, LoadedValues):  # bin indices, whatever the labels look like
-            return protocol.run(
-                self.loaded.indices, path=path, seed=self.protocol_seed, values_are="indices"
-            )
-        return protocol.run_counts(self.loaded.histogram, seed=self.protocol_seed)
+            if path == "message":
+                check_before_messages(self.memory, protocol, self.n)
+            # A status line while no bar of its own (randomizing FLIP, shuffling) shows.
+            with working(MESSAGE_PATH_STATUS if path == "message" else COUNT_PATH_STATUS):
+                return protocol.run(
+                    self.loaded.indices, path=path, seed=self.protocol_seed, values_are="indices"
+                )
+        with working(COUNT_PATH_STATUS):
+            return protocol.run_counts(self.loaded.histogram, seed=self.protocol_seed)
 
     @property
     def context(self) -> ReleaseContext:
@@ -93,6 +113,7 @@ def load_input(args: argparse.Namespace) -> RunInput:
 
     domain, domain_source = declared_domain(args, "inferred-from-data")
     delimiter, na_values = csv_options(args)
+    memory = check_before_reading(args)  # a run that will not fit stops before reading
     # One seed, two consumers (the per-user sample and the protocol): independent children.
     data_seed, protocol_seed = child_seeds(args.seed, 2)
     # The count path needs the histogram only: without --user-column it is counted
@@ -120,6 +141,7 @@ def load_input(args: argparse.Namespace) -> RunInput:
         operator_notes=list(loaded.notes),
         seed=args.seed,
         protocol_seed=protocol_seed,
+        memory=memory,
     )
     if args.other is not None:
         result.release_notes.append(

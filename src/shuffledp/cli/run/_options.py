@@ -20,6 +20,7 @@ from shuffledp.cli._common import (
     positive_number,
 )
 from shuffledp.cli.run._domain import add_domain_sources
+from shuffledp.cli.run._memory import add_memory_argument
 from shuffledp.cli.run._paths import PLOT_FORMATS, output_and_plot_paths
 
 __all__ = ["add_csv_arguments", "add_execution_arguments", "add_run_options", "prepare_run"]
@@ -92,7 +93,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--delta", required=True, type=open_unit_number, help="target delta in (0, 1)"
     )
 
-    add_execution_arguments(parser)
+    add_memory_argument(add_execution_arguments(parser))
 
 
 def add_csv_arguments(group: argparse._ArgumentGroup, *, na_note: str) -> None:
@@ -116,8 +117,11 @@ def add_execution_arguments(
     parser: argparse.ArgumentParser,
     *,
     seed_help: str = "reproducible run with a seeded (not cryptographic) shuffle; for tests only",
-) -> None:
-    """Declare the "execution and output" group: --seed, --path, --output, --plot, --quiet."""
+) -> argparse._ArgumentGroup:
+    """Declare the "execution and output" group: --seed, --path, --output, --plot, --quiet.
+
+    Returns the group, for a command's own execution options.
+    """
     execution = parser.add_argument_group("execution and output")
     execution.add_argument("--seed", type=integer_at_least(0), default=None, help=seed_help)
     execution.add_argument(
@@ -138,6 +142,7 @@ def add_execution_arguments(
     execution.add_argument(
         "--quiet", action="store_true", help="print no summary on stderr (errors still are)"
     )
+    return execution
 
 
 def prepare_run(args: argparse.Namespace) -> tuple[float, float, Path | None, Path | None]:

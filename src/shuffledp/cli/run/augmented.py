@@ -136,22 +136,24 @@ def augmented_run_to_dict(
 
 def execute(args: argparse.Namespace) -> int:
     """Run the augmented protocol on the input column."""
+    from shuffledp._progress import working
     from shuffledp.protocols.augmented import AugmentedProtocol
 
     epsilon, delta, output, plot = prepare_run(args)
     options = augmented_options(args, epsilon)
     data = load_input(args)
-    protocol = AugmentedProtocol.calibrated(
-        data.n,
-        data.loaded.domain,
-        epsilon,
-        delta,
-        beta=options.beta,
-        variant=options.variant,
-        nu=options.nu,
-        trials=options.trials,
-        calibration=options.calibration,
-    )
+    with working("calibrating the shuffler's dummies"):
+        protocol = AugmentedProtocol.calibrated(
+            data.n,
+            data.loaded.domain,
+            epsilon,
+            delta,
+            beta=options.beta,
+            variant=options.variant,
+            nu=options.nu,
+            trials=options.trials,
+            calibration=options.calibration,
+        )
     run = data.run(protocol, args.path)
     cal = protocol.calibration
     title = (

@@ -126,21 +126,23 @@ def correlated_run_to_dict(
 
 def execute(args: argparse.Namespace) -> int:
     """Run the correlated protocol on the input column."""
+    from shuffledp._progress import working
     from shuffledp.protocols.correlated import CorrelatedProtocol
 
     epsilon, delta, output, plot = prepare_run(args)
     slack = slack_option(args)
     data = load_input(args)
     min_honest = min_honest_option(args, data.n)
-    protocol = CorrelatedProtocol.calibrated(
-        data.n,
-        data.loaded.domain,
-        epsilon,
-        delta,
-        slack=slack,
-        min_honest=min_honest,
-        neighbours=args.neighbours,
-    )
+    with working("calibrating the correlated noise"):
+        protocol = CorrelatedProtocol.calibrated(
+            data.n,
+            data.loaded.domain,
+            epsilon,
+            delta,
+            slack=slack,
+            min_honest=min_honest,
+            neighbours=args.neighbours,
+        )
     run = data.run(protocol, args.path)
     title = (
         f"Correlated-noise estimate of {args.column!r} "

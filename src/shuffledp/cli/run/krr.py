@@ -50,14 +50,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     """Run k-RR on the input column."""
+    from shuffledp._progress import working
     from shuffledp.protocols.krr import KRRProtocol
 
     epsilon, delta, output, plot = prepare_run(args)
     epsilon0 = epsilon0_option(args)
     data = load_input(args)
-    protocol = KRRProtocol.calibrated(
-        data.n, data.loaded.domain, epsilon, delta, epsilon0=epsilon0, estimator=args.estimator
-    )
+    with working("calibrating k-RR's local epsilon"):
+        protocol = KRRProtocol.calibrated(
+            data.n, data.loaded.domain, epsilon, delta, epsilon0=epsilon0, estimator=args.estimator
+        )
     run = data.run(protocol, args.path)
     cal = protocol.calibration
     result = run_to_dict(

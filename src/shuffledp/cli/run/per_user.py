@@ -472,6 +472,8 @@ def _report(
 
 def execute(args: argparse.Namespace) -> int:
     """Run the per-user histogram protocol on the input file."""
+    from shuffledp._progress import working
+
     _check_layout(args)
     protocol = _protocol(args)
     output, report_path = _check_paths(args)
@@ -486,7 +488,8 @@ def execute(args: argparse.Namespace) -> int:
         raise InvalidParameterError(
             f"--clusters must be at most the number of users, {data.n}, got {args.clusters}"
         )
-    run = protocol.run(data.counts, seed=args.seed)
+    with working("per-user: noise, clustering, shuffling within groups"):
+        run = protocol.run(data.counts, seed=args.seed)
     result = _report(run, data, args, id_column)
     text = json.dumps(result, indent=2) + "\n"
     write_estimates(output, id_column, data.user_ids, data.classes, run.estimates)

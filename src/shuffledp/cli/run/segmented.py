@@ -326,6 +326,7 @@ def _summary(
 
 def execute(args: argparse.Namespace) -> int:
     """Run the segmented protocol on the input file."""
+    from shuffledp._progress import working
     from shuffledp._rng import child_seeds
     from shuffledp.accounting.segmented_parameters import DEFAULT_BLANKET_GRID
     from shuffledp.data.sets import load_sets
@@ -367,21 +368,22 @@ def execute(args: argparse.Namespace) -> int:
         encoding=args.encoding,
         na_values=na_values,
     )
-    protocol, run = run_segmented(
-        data.items,
-        data.levels,
-        levels=levels,
-        delta=delta,
-        domain=data.domain,
-        variant=args.variant,
-        blanket_rate=blanket,
-        padding=args.padding,
-        level_counts=args.level_counts,
-        level_epsilon=level_epsilon,
-        level_delta=level_delta,
-        path=args.path,
-        seed=protocol_seed,
-    )
+    with working("segmented: calibrating the levels, randomizing, shuffling"):
+        protocol, run = run_segmented(
+            data.items,
+            data.levels,
+            levels=levels,
+            delta=delta,
+            domain=data.domain,
+            variant=args.variant,
+            blanket_rate=blanket,
+            padding=args.padding,
+            level_counts=args.level_counts,
+            level_epsilon=level_epsilon,
+            level_delta=level_delta,
+            path=args.path,
+            seed=protocol_seed,
+        )
     extra: list[str] = []
     if args.other is not None:
         extra.append(f"items outside the declared domain were counted as {args.other!r} (--other)")
