@@ -156,28 +156,48 @@ def _context(task: Task, totals: AggregateTotals, smallest: int) -> ReleaseConte
     )
 
 
+def _above_target(certified: float, task: Task) -> str:
+    """Why the certificate of the task's own parameters exceeds its target δ."""
+    if task.protocol == "correlated" and task.neighbours == "add-remove":
+        return (
+            f"the certificate's delta {certified:.3g} is above the task's target "
+            f"{task.delta:g}: the task was calibrated by shuffledp 0.2 for a relation in "
+            "which an absent user still sent its noise shares; under add/remove (an absent "
+            "user sends nothing) its parameters certify this delta; create the task again "
+            "to stay within the target"
+        )
+    return (
+        f"the certificate's delta {certified:.3g} is above the task's target {task.delta:g}: "
+        "the task's parameters certify no less; create the task again"
+    )
+
+
 def _with_message_bounds(report: PrivacyReport, task: Task) -> PrivacyReport:
     """Add what the message bounds cost to the report's δ (and take it off its lower bound)."""
     cost = task.cap_delta()
-    if cost == 0.0:
-        return report
-    delta = with_cap_delta(report.delta, cost)
-    lower = report.lower_bound_delta
-    if lower is not None:
-        lower = max(0.0, math.nextafter(lower - cost, -math.inf))
-    parties = task.capped_parties()
-    who = f"{parties} users" if task.protocol in ("flip", "correlated") else "the dummy draw"
-    notes = [
-        f"delta includes {cost:.3g} for the message bounds: each of the {who} the "
-        "certificate counts on exceeds its bound with probability at most 1e-30 and then "
-        "does not send, which (1 + e^epsilon) x 2e-30 per party covers"
-    ]
-    if delta > task.delta:
+    notes: list[str] = []
+    delta, lower = report.delta, report.lower_bound_delta
+    if cost > 0.0:
+        delta = with_cap_delta(report.delta, cost)
+        if lower is not None:
+            lower = max(0.0, math.nextafter(lower - cost, -math.inf))
+        parties = task.capped_parties()
+        who = f"{parties} users" if task.protocol in ("flip", "correlated") else "the dummy draw"
+        notes.append(
+            f"delta includes {cost:.3g} for the message bounds: each of the {who} the "
+            "certificate counts on exceeds its bound with probability at most 1e-30 and then "
+            "does not send, which (1 + e^epsilon) x 2e-30 per party covers"
+        )
+    if report.delta > task.delta:
+        notes.append(_above_target(report.delta, task))
+    elif delta > task.delta:
         notes.append(
             f"delta is above the task's target {task.delta:g}: the task was calibrated for "
             "all of its target, before releases charged the message bounds (shuffledp 0.2 "
             "and earlier); a task created now stays within its target"
         )
+    if not notes:
+        return report
     return replace(
         report,
         guarantee=ApproxDP(report.epsilon, delta),
