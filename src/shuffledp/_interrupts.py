@@ -5,14 +5,18 @@ A SIGINT that arrives while a C extension module initialises (scipy's
 cause is the ``KeyboardInterrupt``; code that turns import errors into its own
 errors must not turn that one into "install the extra".
 
-The command line catches Ctrl-C from the first line of its entry module
-(``shuffledp.cli``, ``python -m shuffledp``): until :func:`shuffledp.cli.main`
-takes over (:func:`stop_exiting_on_interrupt`), a SIGINT prints ``shuffledp:
+The command catches Ctrl-C from the package's first lines (its ``__init__``
+imports this module first; the console script and ``python -m shuffledp`` both
+start there): until :func:`shuffledp.cli.main` takes over
+(:func:`stop_exiting_on_interrupt`), a SIGINT prints ``shuffledp:
 interrupted`` and ends the process with 130 at once, instead of a traceback
 from the middle of an import and an exit by signal. Nothing has been written
-by then, so there is nothing to remove. What runs before that first line (the
-interpreter's start and ``site``, the package's ``__init__``: together about
-30 ms) is outside Python's reach.
+by then, so there is nothing to remove. Only the interpreter's own start
+(``site`` and the console script's first line: 10 to 20 ms on a 2-core VM) is
+outside Python's reach. After that the command's handler remembers that a
+SIGINT came (:func:`interrupt_received`), so an error a C extension raises in
+its place (numpy's ``PyCapsule_Import could not import module "datetime"``,
+which chains nothing) still ends as an interrupt.
 
 :func:`deferred_interrupt` holds a Ctrl-C back while a few statements that must
 run together run (a receipt written for a submission the shuffler stored).
