@@ -118,6 +118,10 @@ def check_shuffler_refuses_copies_it_holds(
             submit(request)
     assert store.stats()["submissions_stored"] == 1
     assert submit([victim]).duplicates == 1  # a retry of the same submission is a no-op
+    # ... even one that carries other ciphertexts: they are not stored, nor held
+    other = os.urandom(CIPHERTEXT_LENGTH)
+    assert submit([NewSubmission(victim.submission_id, other, "c1" * 16)]).duplicates == 1
+    assert submit([NewSubmission(new_id(), other)]).accepted == 1
 
     store = reopen(store)  # a restart: what waits is still held, its client still used
     with pytest.raises(CiphertextAlreadyHeldError):
@@ -127,7 +131,7 @@ def check_shuffler_refuses_copies_it_holds(
     assert submit([NewSubmission(new_id(), fresh, "c2" * 16)]).accepted == 1
 
     batch = store.cut_batch(1, permute_messages)
-    assert batch is not None and batch.n_users == 2 and batch.n_messages == 3
+    assert batch is not None and batch.n_users == 3 and batch.n_messages == 4
     # once cut, the shuffler holds no ciphertext: a copy is stored (the analyzer drops it)
     assert submit([copy]).accepted == 1
     with pytest.raises(ClientAlreadySubmittedError):  # a client id stays used for good

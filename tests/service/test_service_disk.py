@@ -69,8 +69,19 @@ def test_a_store_left_0644_by_an_earlier_version_is_narrowed_when_opened(tmp_pat
         store.close()
 
 
-def test_the_shuffler_files_hold_arrival_order_until_the_cut_and_not_after(deploy):
-    """Before the cut the files link each client id to its submission; after it they do not."""
+def _no_order(leak, users: int) -> None:
+    """The null law's 1e-6 bounds: nothing in the byte offsets follows arrival order."""
+    assert leak.found == users, leak
+    assert abs(leak.spearman) <= 5 / math.sqrt(users - 1), leak
+    assert leak.pages < leak.found and abs(leak.within_page_z) <= 5, leak
+
+
+def test_the_shuffler_files_hold_no_arrival_order_before_the_cut_or_after(deploy):
+    """Waiting ids, client ids and ciphertexts sit in random slots; the cut writes id order.
+
+    (The files of the code before issue 24 held them in arrival order until the
+    cut: the benchmark's old figures, in docs/deployment.md.)
+    """
     users = 150
     dep = deploy("krr", min_batch_users=users, one_submission_per_client=True)
     tokens = issue_tokens(dep.token_key, dep.task.task_id, users)
@@ -81,15 +92,14 @@ def test_the_shuffler_files_hold_arrival_order_until_the_cut_and_not_after(deplo
     files = [dep.workdir / f"shuffler.db{suffix}" for suffix in ("", "-wal", "-shm")]
     sids = [s.submission_id for s in subs]
     clients = [t.split(".")[0] for t in tokens]
-
-    # Before the cut: the WAL holds every submission and its client id, commit after commit.
-    before = read_files(files)
-    for ids in (sids, clients[: users - 1]):
-        leak = order_leak(before, ids)
-        assert leak.found == users - 1 and leak.spearman > 0.99
-    assert linked_pairs(before, sids, clients[: users - 1]) >= users - 5
     ciphertexts = [s.ciphertexts[0] for s in subs]
-    assert all(c in before for c in ciphertexts)
+
+    # Before the cut: every waiting id, client id and ciphertext is there, in no order.
+    before = read_files(files)
+    for ids in (sids, clients[: users - 1], ciphertexts):
+        _no_order(order_leak(before, ids), users - 1)
+    for left, right in ((sids, clients), (clients, ciphertexts), (sids, ciphertexts)):
+        assert linked_pairs(before, left[: users - 1], right[: users - 1]) <= 8
 
     # The last user completes the batch; once it is cut, sent and the WAL truncated ...
     subs += client.submit_many(["red"], per_request=1, tokens=[tokens[-1]])
@@ -100,12 +110,7 @@ def test_the_shuffler_files_hold_arrival_order_until_the_cut_and_not_after(deplo
     after = read_files(files)  # (the service runs: a copy of a live disk)
     # ... the ids are there (deduplication needs them), no ciphertext is, ...
     assert not any(c in after for c in [*ciphertexts, subs[-1].ciphertexts[0]])
-    limit = 5 / math.sqrt(users - 1)
     for ids in (sids, clients):
-        leak = order_leak(after, ids)
-        assert leak.found == users
-        # ... and their byte offsets no longer follow arrival order, in the file or in a page,
-        assert abs(leak.spearman) <= limit, leak
-        assert abs(leak.within_page_z) <= 5, leak
+        _no_order(order_leak(after, ids), users)
     # ... nor pair a client id with its submission.
     assert linked_pairs(after, sids, clients) <= 8

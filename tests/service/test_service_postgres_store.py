@@ -33,6 +33,7 @@ from shuffledp.service.shuffler import permute_messages
 from shuffledp.service.store import (
     Aggregation,
     ClientAlreadySubmittedError,
+    NewSubmission,
     ReceivedBatch,
     StoreError,
     check_store_url,
@@ -40,6 +41,7 @@ from shuffledp.service.store import (
     open_shuffler_store,
 )
 from shuffledp.service.store_common import content_digest
+from shuffledp.service.store_protocols import CiphertextAlreadyHeldError
 from shuffledp.service.task import new_id
 from shuffledp.service.wire import CIPHERTEXT_LENGTH
 
@@ -399,3 +401,79 @@ def test_read_only_store_refuses_writes(postgres_url):
         store.close()
     with pytest.raises(StoreError, match="closed"):
         store.metrics()
+
+
+def _old_store(url: str, role: str, schema: str, rows: list[tuple[str, list[tuple]]]) -> None:
+    """A database as shuffledp 0.2 left it: its tables (schema 1), its meta rows and ``rows``."""
+    with psycopg.connect(url) as conn:
+        conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute(schema)
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO meta VALUES (%s, %s)",
+                [("role", role), ("task_id", TASK), ("schema_version", "1")],
+            )
+            for sql, params in rows:
+                cursor.executemany(sql, params)
+
+
+def test_stores_of_an_earlier_version_gain_the_replay_keys(postgres_database, caplog):
+    shuffler_url, analyzer_url = postgres_database(), postgres_database()
+    waiting = _sub(2)
+    _old_store(
+        shuffler_url,
+        "shuffler",
+        "CREATE TABLE submissions(submission_id TEXT PRIMARY KEY, messages BYTEA, batch_id TEXT);"
+        "CREATE TABLE used_clients(client_id TEXT PRIMARY KEY);"
+        "CREATE TABLE batches(seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE, batch_id TEXT "
+        "PRIMARY KEY, payload BYTEA, n_users BIGINT NOT NULL, n_messages BIGINT NOT NULL, "
+        "sent BOOLEAN NOT NULL DEFAULT false);"
+        "CREATE TABLE counters(name TEXT PRIMARY KEY, value BIGINT NOT NULL);",
+        [
+            (
+                "INSERT INTO submissions VALUES (%s, %s, NULL)",
+                [(waiting.submission_id, waiting.messages)],
+            ),
+            ("INSERT INTO counters VALUES (%s, %s)", [("unbatched", 1)]),
+        ],
+    )  # fmt: skip
+    store = PostgresShufflerStore(shuffler_url, TASK)
+    try:
+        with pytest.raises(CiphertextAlreadyHeldError):
+            _submit(store, [NewSubmission(new_id(), waiting.messages[:CIPHERTEXT_LENGTH])])
+        assert _submit(store, [waiting]).duplicates == 1
+    finally:
+        store.close()
+
+    keys = [bytes([k]) * 32 for k in (1, 2, 2)]  # the 0.2 analyzer counted the repeat twice
+    payload = b"".join(k + bytes(21) for k in keys)
+    _old_store(
+        analyzer_url,
+        "analyzer",
+        "CREATE TABLE batches(seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE, batch_id TEXT "
+        "PRIMARY KEY, n_users BIGINT NOT NULL, n_messages BIGINT NOT NULL, payload BYTEA NOT "
+        "NULL, content_digest TEXT NOT NULL UNIQUE, aggregated BOOLEAN NOT NULL DEFAULT false, "
+        "n_counted BIGINT);"
+        "CREATE TABLE batch_counts(batch_id TEXT NOT NULL, bin INTEGER NOT NULL, count BIGINT "
+        "NOT NULL, PRIMARY KEY (batch_id, bin));"
+        "CREATE TABLE metrics(name TEXT PRIMARY KEY, value BIGINT NOT NULL);",
+        [
+            (
+                "INSERT INTO batches(batch_id, n_users, n_messages, payload, content_digest, "
+                "aggregated, n_counted) VALUES (%s, 3, 3, %s, %s, true, 3)",
+                [(new_id(), payload, content_digest(payload, CIPHERTEXT_LENGTH))],
+            )
+        ],
+    )
+    with caplog.at_level("WARNING", logger="shuffledp.service"):
+        analyzer = PostgresAnalyzerStore(analyzer_url, TASK)
+    try:
+        assert "1 messages of batches aggregated before replay keys were kept" in caplog.text
+        second = bytes([7]) * (CIPHERTEXT_LENGTH * 2)
+        batch = ReceivedBatch(new_id(), second, 2, 2, content_digest(second, CIPHERTEXT_LENGTH))
+        assert analyzer.add_batch(batch)
+        agg = Aggregation(batch.batch_id, np.array([0, 1]), (keys[0], bytes([3]) * 32), 3)
+        recorded = analyzer.record_aggregation(agg)
+        assert recorded is not None and (recorded.counted, recorded.duplicates) == (1, 1)
+    finally:
+        analyzer.close()

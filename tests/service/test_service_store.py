@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 
+import numpy as np
 import pytest
 from _store_checks import (
     check_analyzer_counts_each_replay_key_once,
@@ -15,13 +16,16 @@ from _store_checks import (
 from shuffledp.service.shuffler import permute_messages
 from shuffledp.service.sqlite_store import SQLiteAnalyzerStore, SQLiteShufflerStore
 from shuffledp.service.store import (
+    Aggregation,
     ClientAlreadySubmittedError,
     NewSubmission,
+    ReceivedBatch,
     StoreError,
     open_shuffler_store,
     sqlite_path,
 )
 from shuffledp.service.store_common import content_digest
+from shuffledp.service.store_protocols import CiphertextAlreadyHeldError
 from shuffledp.service.task import new_id
 from shuffledp.service.wire import CIPHERTEXT_LENGTH
 
@@ -159,3 +163,111 @@ def test_shuffler_refuses_copies_it_holds(tmp_path):
         return SQLiteShufflerStore(path, TASK)
 
     check_shuffler_refuses_copies_it_holds(SQLiteShufflerStore(path, TASK), reopen).close()
+
+
+#: The shuffler's and the analyzer's tables as shuffledp 0.2 created them (schema 1).
+OLD_SHUFFLER_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE submissions(submission_id TEXT PRIMARY KEY, messages BLOB, batch_id TEXT)
+    WITHOUT ROWID;
+CREATE INDEX submissions_unbatched ON submissions(submission_id) WHERE batch_id IS NULL;
+CREATE TABLE used_clients(client_id TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE batches(batch_id TEXT PRIMARY KEY, payload BLOB, n_users INTEGER NOT NULL,
+    n_messages INTEGER NOT NULL, sent INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+"""
+OLD_ANALYZER_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE batches(batch_id TEXT PRIMARY KEY, n_users INTEGER NOT NULL,
+    n_messages INTEGER NOT NULL, payload BLOB NOT NULL, content_digest TEXT NOT NULL UNIQUE,
+    aggregated INTEGER NOT NULL DEFAULT 0, n_counted INTEGER);
+CREATE TABLE batch_counts(batch_id TEXT NOT NULL, bin INTEGER NOT NULL, count INTEGER NOT NULL,
+    PRIMARY KEY (batch_id, bin)) WITHOUT ROWID;
+CREATE TABLE metrics(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+"""
+
+
+def _old_store(path, schema, role, rows):
+    conn = sqlite3.connect(path)
+    conn.executescript(schema)
+    conn.executemany(
+        "INSERT INTO meta VALUES (?, ?)",
+        [("role", role), ("task_id", TASK), ("schema_version", "1")],
+    )
+    for sql, params in rows:
+        conn.executemany(sql, params)
+    conn.commit()
+    conn.close()
+
+
+def test_a_shuffler_store_of_an_earlier_version_is_moved_to_slots(tmp_path):
+    """Waiting rows (ids, ciphertexts) of a 0.2 store: retries, copies, clients still known."""
+    path = tmp_path / "old.db"
+    waiting = [_sub(n) for n in (1, 2, 0)]
+    batched = _sub(1)
+    _old_store(
+        path,
+        OLD_SHUFFLER_SCHEMA,
+        "shuffler",
+        [
+            (
+                "INSERT INTO submissions VALUES (?, ?, NULL)",
+                [(s.submission_id, s.messages) for s in waiting],
+            ),
+            ("INSERT INTO submissions VALUES (?, NULL, ?)", [(batched.submission_id, new_id())]),
+            ("INSERT INTO used_clients VALUES (?)", [("c9" * 16,)]),
+            ("INSERT INTO counters VALUES (?, ?)", [("unbatched", 3)]),
+        ],
+    )  # fmt: skip
+    store = SQLiteShufflerStore(path, TASK)
+    try:
+        again = _submit(store, [*waiting, batched])  # every id is still known
+        assert (again.accepted, again.duplicates) == (0, 4)
+        with pytest.raises(CiphertextAlreadyHeldError):  # a copy of a waiting ciphertext
+            _submit(store, [NewSubmission(new_id(), waiting[1].messages[:CIPHERTEXT_LENGTH])])
+        with pytest.raises(ClientAlreadySubmittedError):
+            _submit(store, [_sub(1, client="c9" * 16)])
+        assert store.stats()["users_waiting"] == 3 and store.stats()["submissions_stored"] == 4
+        batch = store.cut_batch(3, permute_messages)
+        assert batch is not None and batch.n_users == 3
+        rows = lambda p: sorted(p[i : i + CIPHERTEXT_LENGTH] for i in range(0, len(p), 53))  # noqa: E731
+        assert rows(batch.payload) == rows(b"".join(s.messages for s in waiting))
+    finally:
+        store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT COUNT(*) FROM submissions WHERE batch_id IS NULL").fetchone() == (
+        0,
+    )
+    assert "submissions_unbatched" not in _tables(path)
+    conn.close()
+
+
+def test_an_analyzer_store_of_an_earlier_version_keeps_the_keys_it_counted(tmp_path, caplog):
+    """Backfilled when opened: a copy of a message counted before the upgrade is dropped."""
+    path = tmp_path / "old.db"
+    keys = [bytes([k]) * 32 for k in (1, 2, 2)]  # the 0.2 analyzer counted the repeat twice
+    payload = b"".join(k + bytes(21) for k in keys)
+    digest = content_digest(payload, CIPHERTEXT_LENGTH)
+    _old_store(
+        path,
+        OLD_ANALYZER_SCHEMA,
+        "analyzer",
+        [
+            ("INSERT INTO batches VALUES (?, 3, 3, ?, ?, 1, 3)", [(new_id(), payload, digest)]),
+            ("INSERT INTO batch_counts VALUES (?, ?, ?)", []),
+        ],
+    )
+    with caplog.at_level("WARNING", logger="shuffledp.service"):
+        store = SQLiteAnalyzerStore(path, TASK)
+    try:
+        assert "1 messages of batches aggregated before replay keys were kept" in caplog.text
+        second = bytes([7]) * (CIPHERTEXT_LENGTH * 2)
+        batch = ReceivedBatch(new_id(), second, 2, 2, content_digest(second, CIPHERTEXT_LENGTH))
+        assert store.add_batch(batch)
+        agg = Aggregation(batch.batch_id, np.array([0, 1]), (keys[0], bytes([3]) * 32), 3)
+        recorded = store.record_aggregation(agg)
+        assert recorded is not None and (recorded.counted, recorded.duplicates) == (1, 1)
+    finally:
+        store.close()
+    reopened = SQLiteAnalyzerStore(path, TASK)  # backfilled once: no second warning
+    reopened.close()

@@ -4,7 +4,8 @@ The shuffler must not reveal in which order submissions arrived, nor which
 client id sent which submission. Whoever copies its files (a backup, a stolen
 disk) sees raw bytes, not SQL; these functions look at them that way, knowing
 the ids to look for (as a client, or the task owner who issued the tokens,
-would):
+would; a ciphertext is looked for by its first bytes, as whoever saw it sent,
+or an analyzer who decrypts what it finds, would):
 
 * :func:`order_leak` finds each id's first byte offset and measures how well
   offsets follow arrival order: Spearman's ρ over the whole bytes (a WAL
@@ -19,7 +20,8 @@ variance 1/(n − 1), the within-page statistic is close to N(0, 1) (its exact
 variance under independence is used), and the number of right pairs is that
 of the fixed points of a random permutation (mean 1; 9 or more with
 probability about 10⁻⁶). The tests and ``benchmarks/service_abuse.py`` use
-these to check what ``docs/deployment.md`` says the files hold.
+these to check what ``docs/deployment.md`` says the files hold;
+:func:`file_report` gives every figure for the files of one store at once.
 """
 
 from __future__ import annotations
@@ -31,7 +33,17 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["OrderLeak", "first_offsets", "linked_pairs", "order_leak", "read_files"]
+__all__ = [
+    "OrderLeak",
+    "file_report",
+    "first_offsets",
+    "linked_pairs",
+    "order_leak",
+    "read_files",
+]
+
+#: An id to look for: ASCII text (an id) or raw bytes (the start of a ciphertext).
+Needle = str | bytes
 
 #: SQLite's default page size (the shuffler's store uses it).
 PAGE_SIZE = 4096
@@ -78,9 +90,16 @@ def read_files(paths: Iterable[Path]) -> bytes:
     return b"".join(p.read_bytes() for p in paths if p.exists())
 
 
-def first_offsets(data: bytes, ids: Sequence[str]) -> np.ndarray:
-    """The byte offset of each id's first ASCII occurrence in ``data`` (-1 if absent)."""
-    return np.array([data.find(i.encode("ascii")) for i in ids], dtype=np.int64)
+def _bytes(needle: Needle) -> bytes:
+    return needle.encode("ascii") if isinstance(needle, str) else needle
+
+
+def first_offsets(data: bytes, ids: Sequence[Needle]) -> np.ndarray:
+    """The byte offset of each id's first occurrence in ``data`` (-1 if absent).
+
+    A ``str`` id is looked for as ASCII, a ``bytes`` one as it is.
+    """
+    return np.array([data.find(_bytes(i)) for i in ids], dtype=np.int64)
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
@@ -90,13 +109,13 @@ def _ranks(values: np.ndarray) -> np.ndarray:
 
 
 def order_leak(
-    data: bytes, ids_in_arrival_order: Sequence[str], page_size: int = PAGE_SIZE
+    data: bytes, ids_in_arrival_order: Sequence[Needle], page_size: int = PAGE_SIZE
 ) -> OrderLeak:
     """Measure how the ids' byte offsets in ``data`` follow their arrival order.
 
     Args:
         data: The files' bytes.
-        ids_in_arrival_order: Ids (ASCII), first arrived first.
+        ids_in_arrival_order: Ids (ASCII text, or raw bytes), first arrived first.
         page_size: Bytes per page for the within-page statistic.
     """
     offsets = first_offsets(data, ids_in_arrival_order)
@@ -128,7 +147,7 @@ def order_leak(
     )
 
 
-def linked_pairs(data: bytes, left: Sequence[str], right: Sequence[str]) -> int:
+def linked_pairs(data: bytes, left: Sequence[Needle], right: Sequence[Needle]) -> int:
     """Pair ids of ``left`` and ``right`` by their rank in byte order; count right pairs.
 
     ``left[i]`` and ``right[i]`` belong together (a submission id and its
@@ -141,3 +160,38 @@ def linked_pairs(data: bytes, left: Sequence[str], right: Sequence[str]) -> int:
     if not both.any():
         return 0
     return int(np.sum(_ranks(lo[both]) == _ranks(ro[both])))
+
+
+def file_report(
+    files: Sequence[Path],
+    ids: dict[str, Sequence[Needle]],
+    links: Sequence[tuple[str, str]] = (),
+) -> dict[str, object]:
+    """Every figure for one store's files: sizes, and per kind of id its :func:`order_leak`.
+
+    The leaks are measured on the first file (the database: its pages are
+    aligned, so the within-page statistic applies), on the others (the WAL:
+    how many ids it still holds, and the order of their offsets) and on all of
+    them concatenated; the links (pairs of kinds whose i-th ids belong together)
+    by :func:`linked_pairs` on all of them.
+
+    Args:
+        files: The database file first, then its companions (``-wal``, ``-shm``).
+        ids: Ids to look for by kind (e.g. ``{"client_ids": [...]}``), each in
+            arrival order.
+        links: Pairs of kinds to pair by byte order.
+    """
+    main, rest = read_files(files[:1]), read_files(files[1:])
+    everything = main + rest
+    return {
+        "file_bytes": {p.name: p.stat().st_size for p in files if p.exists()},
+        **{
+            kind: {
+                "database": order_leak(main, needles).to_dict(),
+                "others": order_leak(rest, needles).to_dict(),
+                "all": order_leak(everything, needles).to_dict(),
+            }
+            for kind, needles in ids.items()
+        },
+        "linked_pairs": {f"{a}~{b}": linked_pairs(everything, ids[a], ids[b]) for a, b in links},
+    }

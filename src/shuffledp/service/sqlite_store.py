@@ -10,22 +10,47 @@ awaits the write's future (:meth:`SQLiteDatabase.write_future`) instead of
 blocking a thread. Readers use their own short-lived connections and see the
 last committed state.
 
-What the shuffler's files hold. Until a batch is cut, the files hold every
-waiting submission (id and ciphertexts) and, with tokens, its client id, in
-arrival order: the WAL appends each commit's pages after the previous ones,
-and a commit holds a request's submissions together with their client ids,
-so whoever reads the files can order the submissions and link each client id
-to its submission (:mod:`shuffledp.service.disk_audit` does it;
-``tests/service/test_service_disk.py`` checks it). The cut erases that:
-``secure_delete`` is on, so what it deletes is overwritten with zeros, not
-left in free pages; it deletes the waiting submissions' rows and writes their
-ids back in id order without ciphertexts, writes the table of used client ids
-again in id order (inside a page, rows otherwise keep the order in which they
-were inserted), and the WAL is checkpointed and truncated after the commit,
-and again once the analyzer has acknowledged the batch and its payload is
-erased. Savepoint journals stay in memory (``temp_store = MEMORY``), never in
-temporary files. Files are created with mode 0600 (and ``-wal``/``-shm`` with
-them); an existing store's files are set to 0600 when it is opened.
+What the shuffler's files hold. SQLite writes a row where its page has room
+(a new cell below the previous ones) and the WAL appends each commit's pages
+after the previous commit's, so a table that receives one row per arrival
+keeps arrival order in its bytes, whatever its keys: with arrivals 0.3 to 1 s
+apart, the client ids of an earlier version's files followed arrival order
+exactly (Spearman's ρ = −1.0 between arrival and byte offset). So nothing a
+waiting submission leaves is written in arrival order any more:
+
+* its id, its client id (with tokens) and each of its ciphertexts take a
+  fixed-size slot each (:data:`SLOT_BYTES`), a uniformly random subset of
+  the free slots drawn by the OS CSPRNG (``free_slots``: every free slot has
+  a fresh 16-byte draw; the smallest draws are taken). A slot is overwritten
+  in place (a same-size UPDATE rewrites the cell where it is), so its place
+  in the file was fixed before the arrival. When the pool grows, every used
+  slot's content moves to a random slot of the larger pool, lest the new part
+  of the file hold the later arrivals. No slot says which others belong to
+  the same submission.
+* to find a waiting id, client id or ciphertext (a retry, a second
+  submission from one client, a replayed ciphertext), ``held_tags`` holds
+  their keyed BLAKE2b tags; its entries are inserted in arrival order, but the
+  key lives only in this process's memory, so no file tells which slot a tag
+  stands for. A restart makes a new key and tags the slots again, in a random
+  order.
+* the WAL is checkpointed and truncated within :data:`CHECKPOINT_SECONDS` of
+  a commit that stores a submission (at once when no write waits), so it
+  never holds one commit's pages after another's: which slots filled when.
+
+Only at the cut do the waiting ids reach ``submissions`` (for deduplication,
+with their batch id) and the client ids ``used_clients``, each in the order
+of the (random) ids, in one transaction; the slots are zeroed in place and
+freed, the tags deleted, and the WAL truncated after the commit and again once
+the analyzer has acknowledged the batch and its payload is erased.
+``secure_delete`` is on, so what is deleted is overwritten with zeros, not
+left in free pages. Savepoint journals stay in memory (``temp_store =
+MEMORY``), never in temporary files. An idle shuffler writes nothing (the
+dispatcher's poll reads the waiting count first). :mod:`shuffledp.service.disk_audit`
+reads the files as an attacker would; ``tests/service/test_service_disk.py``
+and ``benchmarks/service_disk_order.py`` measure them. Files are created with
+mode 0600 (and ``-wal``/``-shm`` with them); an existing store's files are set
+to 0600 when it is opened. One process per store (the tags' key is the
+process's).
 
 Every database records its role and task id in a ``meta`` table and refuses to
 be opened for another role or task.
@@ -106,10 +131,10 @@ _CHUNK = 500  # SQL variables per statement (an IN (...) list, a multi-row INSER
 
 _META = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
 
-#: The shuffler's tables. ``submissions`` keeps every id (deduplication), with its
-#: batch once cut (``messages`` is NULL: stores of earlier versions kept a waiting
-#: submission's ciphertexts there); waiting ciphertexts and client ids sit in
-#: fixed-size ``slots`` drawn at random from ``free_slots``; ``held_tags`` holds
+#: The shuffler's tables. ``submissions`` keeps the id of every batched submission
+#: (deduplication) with its batch (``messages`` is NULL: stores of earlier versions
+#: kept waiting submissions there); what waits (ids, client ids, ciphertexts) sits
+#: in fixed-size ``slots`` drawn at random from ``free_slots``; ``held_tags`` holds
 #: their keyed tags; ``used_clients`` the client ids of batched submissions.
 SHUFFLER_SCHEMA = (
     _META
@@ -119,8 +144,6 @@ CREATE TABLE IF NOT EXISTS submissions(
     messages BLOB,
     batch_id TEXT
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS submissions_unbatched ON submissions(submission_id)
-    WHERE batch_id IS NULL;
 CREATE TABLE IF NOT EXISTS used_clients(client_id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS slots(slot INTEGER PRIMARY KEY, content BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS free_slots(draw BLOB PRIMARY KEY, slot INTEGER NOT NULL) WITHOUT ROWID;
@@ -511,6 +534,7 @@ SLOT_BYTES = 1 + CIPHERTEXT_LENGTH
 _FREE = bytes(SLOT_BYTES)
 _MESSAGE = b"M"
 _CLIENT = b"C"
+_SUBMISSION = b"S"
 #: Bytes of a free slot's random draw (collisions: about n²/2¹²⁹ for n free slots).
 _DRAW_BYTES = 16
 #: Bytes of a keyed tag in ``held_tags``.
@@ -521,19 +545,26 @@ _MIN_SLOTS = 256
 SLOTS_META = "slots"
 
 
-def _client_slot(client_id: str) -> bytes:
-    raw = client_id.encode("ascii")
-    if len(raw) >= SLOT_BYTES:  # pragma: no cover - client ids are 32 hex digits
-        raise StoreError(f"client id of {len(raw)} characters does not fit a slot")
-    return _CLIENT + raw + bytes(SLOT_BYTES - 1 - len(raw))
+def _id_slot(kind: bytes, text: str) -> bytes:
+    """A slot holding an id (a submission's or a client's), padded with zeros."""
+    raw = text.encode("ascii")
+    if len(raw) >= SLOT_BYTES:  # pragma: no cover - ids are 32 hex digits
+        raise StoreError(f"an id of {len(raw)} characters does not fit a slot")
+    return kind + raw + bytes(SLOT_BYTES - 1 - len(raw))
+
+
+def _slot_text(content: bytes) -> str:
+    """The id an id slot holds."""
+    return content[1:].rstrip(b"\0").decode("ascii")
 
 
 def _slot_contents(subs: Sequence[NewSubmission]) -> list[bytes]:
-    """What new submissions put in slots: each ciphertext, and each client id."""
+    """What new submissions put in slots: each id, client id and ciphertext."""
     contents: list[bytes] = []
     for sub in subs:
+        contents.append(_id_slot(_SUBMISSION, sub.submission_id))
         if sub.client_id is not None:
-            contents.append(_client_slot(sub.client_id))
+            contents.append(_id_slot(_CLIENT, sub.client_id))
         contents.extend(
             _MESSAGE + sub.messages[start : start + CIPHERTEXT_LENGTH]
             for start in range(0, len(sub.messages), CIPHERTEXT_LENGTH)
@@ -559,14 +590,22 @@ class _Tagger:
 
     def client(self, client_id: str) -> bytes:
         """The tag of a client id."""
-        raw = _CLIENT + client_id.encode("ascii")
+        return self._of_id(_CLIENT, client_id)
+
+    def submission(self, submission_id: str) -> bytes:
+        """The tag of a submission id."""
+        return self._of_id(_SUBMISSION, submission_id)
+
+    def _of_id(self, kind: bytes, text: str) -> bytes:
+        raw = kind + text.encode("ascii")
         return hashlib.blake2b(raw, key=self._key, digest_size=_TAG_BYTES).digest()
 
     def of_slot(self, content: bytes) -> bytes:
         """The tag of what a used slot holds."""
-        if content[:1] == _MESSAGE:
+        kind = content[:1]
+        if kind == _MESSAGE:
             return self.message(content[1 : 1 + REPLAY_KEY_LENGTH])
-        return self.client(content[1:].rstrip(b"\0").decode("ascii"))
+        return self._of_id(kind, _slot_text(content))
 
 
 def _free_rows(slots: Sequence[int]) -> list[tuple[bytes, int]]:
@@ -581,29 +620,26 @@ def _insert_free(conn: sqlite3.Connection, rows: Sequence[tuple[bytes, int]]) ->
     conn.executemany("INSERT INTO free_slots(draw, slot) VALUES (?, ?)", rows)
 
 
-def _take_slots(conn: sqlite3.Connection, count: int) -> list[int]:
-    """Take ``count`` free slots, a uniformly random subset in a uniformly random order.
+def _fill_slots(conn: sqlite3.Connection, contents: Sequence[bytes]) -> None:
+    """Write ``contents`` to free slots: a uniformly random subset, in a uniformly random order.
 
-    The free slots with the smallest draws: every free slot got a fresh
-    CSPRNG draw when it was freed. Grows the pool first if it is short
-    (:func:`_grow`).
+    The free slots with the smallest draws (every free slot got a fresh
+    CSPRNG draw when it was freed), taken in the order of their draws. If the
+    pool is short, what it has is filled, the pool grows (:func:`_grow`) and
+    the rest follows.
     """
-    if count == 0:
-        return []
-    enough = conn.execute(
-        "SELECT 1 FROM free_slots ORDER BY draw LIMIT 1 OFFSET ?", (count - 1,)
-    ).fetchone()
-    if enough is None:
-        (free,) = conn.execute("SELECT COUNT(*) FROM free_slots").fetchone()
-        _grow(conn, count - int(free))
+    if not contents:
+        return
     rows = conn.execute(
         "DELETE FROM free_slots WHERE draw IN "
         "(SELECT draw FROM free_slots ORDER BY draw LIMIT ?) RETURNING draw, slot",
-        (count,),
+        (len(contents),),
     ).fetchall()
-    if len(rows) != count:  # pragma: no cover - the pool was grown above
-        raise StoreError(f"took {len(rows)} free slots, needed {count}")
-    return [int(slot) for _, slot in sorted(rows)]
+    taken = [int(slot) for _, slot in sorted(rows)]
+    _write_slots(conn, taken, contents[: len(taken)])
+    if len(taken) < len(contents):
+        _grow(conn, len(contents) - len(taken))
+        _fill_slots(conn, contents[len(taken) :])
 
 
 def _write_slots(conn: sqlite3.Connection, slots: Sequence[int], contents: Sequence[bytes]) -> None:
@@ -644,45 +680,30 @@ def _grow(conn: sqlite3.Connection, missing: int) -> None:
     conn.execute("DELETE FROM free_slots")
     _insert_free(conn, _free_rows(range(total + added)))
     if used:
-        order = secure_permutation(len(used))
-        _write_slots(conn, _take_slots(conn, len(used)), [bytes(used[i][1]) for i in order])
+        _fill_slots(conn, [bytes(used[i][1]) for i in secure_permutation(len(used))])
 
 
-def _insert_new_ids(conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
-    """Insert the submission ids not stored yet (messages NULL, unbatched); return those.
+def _insert_tags(conn: sqlite3.Connection, tags: Sequence[bytes]) -> set[bytes]:
+    """Insert the tags not held yet; return those.
 
     One multi-row INSERT per :data:`_CHUNK` variables rather than
     ``executemany``: one SQLite call (and one release of the GIL) for many
     rows, so the writer does not wait for the GIL row after row while the
     event loop is busy.
     """
-    new: set[str] = set()
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start : start + _CHUNK]
+    new: set[bytes] = set()
+    for start in range(0, len(tags), _CHUNK):
+        chunk = tags[start : start + _CHUNK]
         new.update(
-            str(row[0])
+            bytes(row[0])
             for row in conn.execute(
-                "INSERT INTO submissions(submission_id, messages, batch_id) VALUES "
-                + ",".join(["(?, NULL, NULL)"] * len(chunk))
-                + " ON CONFLICT(submission_id) DO NOTHING RETURNING submission_id",
+                "INSERT INTO held_tags(tag) VALUES "
+                + ",".join(["(?)"] * len(chunk))
+                + " ON CONFLICT(tag) DO NOTHING RETURNING tag",
                 chunk,
             )
         )
     return new
-
-
-def _insert_tags(conn: sqlite3.Connection, tags: Sequence[bytes]) -> int:
-    """Insert tags not held yet; return how many were new."""
-    added = 0
-    for start in range(0, len(tags), _CHUNK):
-        chunk = tags[start : start + _CHUNK]
-        added += conn.execute(
-            "INSERT INTO held_tags(tag) VALUES "
-            + ",".join(["(?)"] * len(chunk))
-            + " ON CONFLICT(tag) DO NOTHING",
-            chunk,
-        ).rowcount
-    return added
 
 
 def _store_submissions(
@@ -690,9 +711,10 @@ def _store_submissions(
 ) -> int:
     """Store the submissions not stored yet; return how many (inside the caller's savepoint).
 
-    Their ids go to ``submissions``; their ciphertexts and client ids to
-    random free slots; the tags of their replay keys and client ids to
-    ``held_tags``.
+    A submission id is known if a cut batched it (``submissions``) or it waits
+    (its tag is held). A new submission's id, client id and ciphertexts go to
+    random free slots, their tags to ``held_tags``; nothing is inserted in
+    arrival order but the tags, which no file's key can match to a slot.
 
     Raises:
         ClientAlreadySubmittedError: If a new submission's client id was used
@@ -700,23 +722,52 @@ def _store_submissions(
         CiphertextAlreadyHeldError: If a new submission's ciphertext has the
             replay key of a held one, or of another one in ``subs``.
     """
-    new_ids = _insert_new_ids(conn, [s.submission_id for s in subs])
-    if not new_ids:
+    unique = list({s.submission_id: s for s in reversed(subs)}.values())[::-1]
+    batched = _existing(conn, "submissions", "submission_id", [s.submission_id for s in unique])
+    candidates = [s for s in unique if s.submission_id not in batched]
+    if not candidates:
         return 0
-    new = [s for s in subs if s.submission_id in new_ids]
+    # Every tag in one statement: a known (waiting) id's tags are held already.
+    tags = [
+        (
+            tagger.submission(s.submission_id),
+            None if s.client_id is None else tagger.client(s.client_id),
+            [tagger.message(k) for k in replay_keys(s.messages)],
+        )
+        for s in candidates
+    ]
+    fresh = _insert_tags(
+        conn,
+        [t for id_tag, client_tag, message_tags in tags
+         for t in (id_tag, *([] if client_tag is None else [client_tag]), *message_tags)],
+    )  # fmt: skip
+    new: list[NewSubmission] = []
+    stale: list[bytes] = []
+    claimed: set[bytes] = set()  # a tag new in this statement belongs to one submission only
+    for sub, (id_tag, client_tag, message_tags) in zip(candidates, tags, strict=True):
+        if id_tag not in fresh:  # it waits already: a retry, a no-op
+            stale += [t for t in (client_tag, *message_tags) if t is not None]
+            continue
+        if client_tag is not None:
+            if client_tag not in fresh or client_tag in claimed:
+                raise ClientAlreadySubmittedError([str(sub.client_id)])
+            claimed.add(client_tag)
+        for tag in message_tags:
+            if tag not in fresh or tag in claimed:
+                raise CiphertextAlreadyHeldError()
+            claimed.add(tag)
+        new.append(sub)
+    # What only a retry inserted (other ciphertexts than it first had): not kept.
+    stale = [t for t in dict.fromkeys(stale) if t in fresh and t not in claimed]
+    for start in range(0, len(stale), _CHUNK):
+        chunk = stale[start : start + _CHUNK]
+        conn.execute(f"DELETE FROM held_tags WHERE tag IN ({_placeholders(len(chunk))})", chunk)
     clients = [s.client_id for s in new if s.client_id is not None]
     if clients:
-        client_tags = [tagger.client(c) for c in clients]
         used = _existing(conn, "used_clients", "client_id", clients)
-        if used or len(set(clients)) != len(clients):
-            raise ClientAlreadySubmittedError(sorted(used) or clients)
-        if _insert_tags(conn, client_tags) != len(client_tags):
-            raise ClientAlreadySubmittedError(clients)
-    message_tags = [tagger.message(k) for s in new for k in replay_keys(s.messages)]
-    if _insert_tags(conn, message_tags) != len(message_tags):
-        raise CiphertextAlreadyHeldError()
-    contents = _slot_contents(new)
-    _write_slots(conn, _take_slots(conn, len(contents)), contents)
+        if used:
+            raise ClientAlreadySubmittedError(sorted(used))
+    _fill_slots(conn, _slot_contents(new))
     return len(new)
 
 
@@ -730,12 +781,11 @@ def _cut(
 
     Runs inside the caller's transaction: the used slots' ciphertexts are
     permuted into the outbox; the slots are zeroed in place and freed with
-    fresh draws; the tags are deleted; the waiting submissions' rows are
-    deleted and written again, in the order of their (random) ids, with the
-    batch's id; and the batch's client ids are added to ``used_clients`` in the
-    order of the ids. With ``secure_delete`` what is deleted is overwritten.
-    ``waiting`` is the unbatched counter when the caller has just read it in
-    this transaction.
+    fresh draws; the tags are deleted; the batch's submission ids are written
+    to ``submissions`` with the batch's id and its client ids to
+    ``used_clients``, each in the order of the (random) ids. With
+    ``secure_delete`` what is deleted is overwritten. ``waiting`` is the
+    unbatched counter when the caller has just read it in this transaction.
     """
     n_users = _waiting(conn) if waiting is None else waiting
     if n_users < min_users:
@@ -743,7 +793,10 @@ def _cut(
     used = conn.execute("SELECT slot, content FROM slots WHERE content != ?", (_FREE,)).fetchall()
     contents = [bytes(row[1]) for row in used]
     messages = b"".join(c[1:] for c in contents if c[:1] == _MESSAGE)
-    clients = sorted(c[1:].rstrip(b"\0").decode("ascii") for c in contents if c[:1] == _CLIENT)
+    clients = sorted(_slot_text(c) for c in contents if c[:1] == _CLIENT)
+    ids = sorted(_slot_text(c) for c in contents if c[:1] == _SUBMISSION)
+    if len(ids) != n_users:  # pragma: no cover - the counter is transactional
+        raise StoreError(f"unbatched counter says {n_users}, found {len(ids)} waiting ids")
     batch = new_outbox_batch(messages, n_users, permute)
     conn.execute(
         "INSERT INTO batches(batch_id, payload, n_users, n_messages, sent) VALUES (?, ?, ?, ?, 0)",
@@ -752,13 +805,6 @@ def _cut(
     _write_slots(conn, [row[0] for row in used], [_FREE] * len(used))
     _insert_free(conn, _free_rows([row[0] for row in used]))
     conn.execute("DELETE FROM held_tags")
-    ids = sorted(
-        str(row[0])
-        for row in conn.execute("SELECT submission_id FROM submissions WHERE batch_id IS NULL")
-    )
-    if len(ids) != n_users:  # pragma: no cover - the counter is transactional
-        raise StoreError(f"unbatched counter says {n_users}, found {len(ids)} rows")
-    conn.execute("DELETE FROM submissions WHERE batch_id IS NULL")
     per_statement = _CHUNK // 2
     for start in range(0, len(ids), per_statement):
         chunk = ids[start : start + per_statement]
@@ -803,18 +849,17 @@ def _open_slots(conn: sqlite3.Connection, tagger: _Tagger) -> None:
     the ciphertexts move to random slots, and the used client ids are written
     again in id order (the waiting ones cannot be told apart; they stay used).
     """
+    rows = conn.execute(
+        "SELECT submission_id, messages FROM submissions WHERE batch_id IS NULL"
+    ).fetchall()
+    if rows:  # waiting rows of an earlier version: their ids and ciphertexts move to slots
+        waiting = [NewSubmission(str(r[0]), b"" if r[1] is None else bytes(r[1])) for r in rows]
+        contents = _slot_contents(waiting)
+        conn.execute("DELETE FROM submissions WHERE batch_id IS NULL")
+        _fill_slots(conn, [contents[i] for i in secure_permutation(len(contents))])
     if not conn.execute("SELECT 1 FROM meta WHERE key = ?", (SLOTS_META,)).fetchone():
-        rows = conn.execute(
-            "SELECT submission_id, messages FROM submissions "
-            "WHERE batch_id IS NULL AND messages IS NOT NULL"
-        ).fetchall()
-        contents = _slot_contents([NewSubmission(str(r[0]), bytes(r[1])) for r in rows])
-        conn.execute(
-            "UPDATE submissions SET messages = NULL WHERE batch_id IS NULL AND messages IS NOT NULL"
-        )
-        order = secure_permutation(len(contents))
-        _write_slots(conn, _take_slots(conn, len(contents)), [contents[i] for i in order])
         _rewrite_used_clients(conn)
+        conn.execute("DROP INDEX IF EXISTS submissions_unbatched")
         conn.execute("INSERT INTO meta(key, value) VALUES (?, '1')", (SLOTS_META,))
     conn.execute("DELETE FROM held_tags")
     used = conn.execute("SELECT content FROM slots WHERE content != ?", (_FREE,)).fetchall()
@@ -935,10 +980,11 @@ class SQLiteShufflerStore:
         """See :meth:`ShufflerStore.stats`."""
 
         def run(conn: sqlite3.Connection) -> dict[str, int]:
-            (stored,) = conn.execute("SELECT COUNT(*) FROM submissions").fetchone()
+            (batched,) = conn.execute("SELECT COUNT(*) FROM submissions").fetchone()
             (waiting,) = conn.execute(
                 "SELECT value FROM counters WHERE name = 'unbatched'"
             ).fetchone()
+            stored = int(batched) + int(waiting)
             cut, sent = conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(sent), 0) FROM batches"
             ).fetchone()

@@ -22,12 +22,12 @@ Two implementations, chosen by the store URL in :mod:`shuffledp.service.store`
   where a batch is cut), one database per role and task.
 
 What is stored, on purpose and no more. Shuffler: submission id, its
-ciphertexts until the submission is batched (then NULL: only the id is kept,
-for deduplication), the batch it went to; batches waiting to be forwarded;
-used client ids (one submission per client), in a table of their own with no
-column that names a submission; a lookup of the waiting ciphertexts' replay
-keys, to refuse a copy of one (:class:`CiphertextAlreadyHeldError`). No IP
-address, header or timestamp anywhere. Analyzer: batches as received
+ciphertexts until the submission is batched (then only the id is kept, for
+deduplication), the batch it went to; batches waiting to be forwarded;
+used client ids (one submission per client), with nothing that names a
+submission; a lookup of the waiting ciphertexts' replay keys, to refuse a copy
+of one (:class:`CiphertextAlreadyHeldError`). No IP address, header or
+timestamp anywhere. Analyzer: batches as received
 (permuted ciphertexts, number of users), per-batch counts, counters, and the
 replay key of every message it counted, for the task's lifetime: a copy of
 a counted message, in any later batch or twice in one, is dropped
@@ -44,11 +44,10 @@ another key and does not decrypt either. Keying by enc rather than by the whole
 ciphertext therefore loses nothing against copies, and also counts once the
 several messages a client might seal under one enc (an honest client never
 does). The tables do not link a client id to its
-submission, but the files do until the batch is cut: they hold the rows in
-arrival order, a request's client ids next to its submissions (see
-:mod:`shuffledp.service.sqlite_store` for what the cut erases, and
-:mod:`shuffledp.service.postgres_store`, whose files keep the order after the
-cut too).
+submission; in PostgreSQL's files the rows keep their arrival order (and a
+request's client ids sit next to its submissions) before the cut and after
+it (:mod:`shuffledp.service.postgres_store`); the SQLite store writes nothing
+a waiting submission leaves in arrival order (:mod:`shuffledp.service.sqlite_store`).
 """
 
 from __future__ import annotations

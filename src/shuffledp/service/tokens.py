@@ -8,8 +8,8 @@ records the client id as used (a UNIQUE column, in the same transaction as the
 submission) and refuses a second submission from the same client with another
 submission id (HTTP 409). The token is dropped at the shuffler: nothing derived
 from it is forwarded, and no column of the used-client table names a
-submission (though the store's files place a client id next to its submission
-until the batch is cut: see :mod:`shuffledp.service.sqlite_store`).
+submission (a PostgreSQL store's files place a client id next to its
+submission, a SQLite store's do not: see :mod:`shuffledp.service.sqlite_store`).
 
 What this buys: a user cannot weigh in several times, and an outsider without
 tokens cannot fill a batch with reports of its own (a Sybil attack that would
