@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import sqlite3
 import stat
 
 import pytest
@@ -57,8 +58,11 @@ def test_a_store_left_0644_by_an_earlier_version_is_narrowed_when_opened(tmp_pat
     path = tmp_path / "old.db"
     store = SQLiteShufflerStore(path, "a" * 32)
     store.submit([NewSubmission("b" * 32, b"x" * 53)], min_batch_users=10, permute=bytes)
+    reader = sqlite3.connect(path)  # keeps -wal and -shm once the store is closed
+    reader.execute("SELECT COUNT(*) FROM meta").fetchone()
+    store.close()  # (one shuffler per store file: the first must close)
     files = sorted(tmp_path.glob("old.db*"))
-    assert {p.name for p in files} == {"old.db", "old.db-wal", "old.db-shm"}
+    assert {p.name for p in files} == {"old.db", "old.db-wal", "old.db-shm", "old.db.lock"}
     for p in files:
         p.chmod(0o644)
     reopened = SQLiteShufflerStore(path, "a" * 32)
@@ -66,7 +70,7 @@ def test_a_store_left_0644_by_an_earlier_version_is_narrowed_when_opened(tmp_pat
         assert {p.name: _mode(p) for p in files} == {p.name: 0o600 for p in files}
     finally:
         reopened.close()
-        store.close()
+        reader.close()
 
 
 def _no_order(leak, users: int) -> None:

@@ -155,6 +155,17 @@ def test_content_digest_ignores_order():
     assert content_digest(b"".join(rows), 53) != content_digest(b"".join(rows[:4]), 53)
 
 
+def test_one_shuffler_per_store_file(tmp_path):
+    """Its lookups are keyed by the key of the process that opened it: a second is refused."""
+    first = SQLiteShufflerStore(tmp_path / "s.db", TASK)
+    try:
+        with pytest.raises(StoreError, match="open in another shuffler"):
+            SQLiteShufflerStore(tmp_path / "s.db", TASK)
+    finally:
+        first.close()
+    SQLiteShufflerStore(tmp_path / "s.db", TASK).close()  # once it is closed, it opens
+
+
 def test_shuffler_refuses_copies_it_holds(tmp_path):
     path = tmp_path / "s.db"
 

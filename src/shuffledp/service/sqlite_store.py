@@ -59,6 +59,7 @@ be opened for another role or task.
 from __future__ import annotations
 
 import concurrent.futures
+import fcntl
 import hashlib
 import logging
 import os
@@ -867,25 +868,64 @@ def _open_slots(conn: sqlite3.Connection, tagger: _Tagger) -> None:
     _insert_tags(conn, [tags[i] for i in secure_permutation(len(tags))])
 
 
+def _lock_exclusively(path: Path) -> int:
+    """Hold ``PATH.lock`` (created 0600) with ``flock``; return its descriptor.
+
+    A lock file of its own, not the database: closing a descriptor of the
+    database would drop SQLite's own (POSIX) locks on it.
+
+    Raises:
+        StoreError: If another store object, in this process or another, holds it.
+    """
+    lock = path.with_name(path.name + ".lock")
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, STORE_FILE_MODE)
+    except OSError as exc:
+        raise StoreError(f"cannot create {str(lock)!r}: {exc.strerror}") from None
+    try:
+        os.fchmod(fd, STORE_FILE_MODE)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StoreError(
+            f"store {str(path)!r} is open in another shuffler (one shuffler per store file: "
+            "its lookups are keyed by a key only that process holds)"
+        ) from None
+    except OSError as exc:
+        os.close(fd)
+        raise StoreError(f"cannot lock {str(lock)!r}: {exc.strerror}") from None
+    return fd
+
+
 class SQLiteShufflerStore:
     """The shuffler's store in one SQLite file.
 
-    Implements :class:`~shuffledp.service.store.ShufflerStore`. One process
-    per file: the tags that find held ciphertexts and waiting client ids are
-    keyed by this object's key, made afresh when it opens the file.
+    Implements :class:`~shuffledp.service.store.ShufflerStore`. One store
+    object per file, across processes (an exclusive ``flock`` on ``PATH.lock``):
+    the tags that find waiting ids, client ids and ciphertexts are keyed by
+    this object's key, made afresh when it opens the file, and a second object
+    would make them again under its own.
 
     Args:
         path: The database file.
         task_id: The task it serves.
+
+    Raises:
+        StoreError: If the file is another role's or task's, or another shuffler has it open.
     """
 
     def __init__(self, path: Path, task_id: str) -> None:
         self.db = SQLiteDatabase(path, SHUFFLER_SCHEMA, "shuffler", task_id)
+        try:
+            self._lock: int | None = _lock_exclusively(self.db.path)
+        except BaseException:
+            self.db.close()
+            raise
         self._tagger = _Tagger()
         try:
             self.db.write(lambda conn: _open_slots(conn, self._tagger), checkpoint=True)
         except BaseException:
-            self.db.close()
+            self.close()
             raise
 
     def submit(
@@ -999,6 +1039,9 @@ class SQLiteShufflerStore:
     def close(self) -> None:
         """See :meth:`ShufflerStore.close`."""
         self.db.close()
+        if self._lock is not None:
+            os.close(self._lock)  # releases the flock
+            self._lock = None
 
 
 class SQLiteAnalyzerStore:
