@@ -162,6 +162,8 @@ def test_a_batch_of_copies_sent_with_the_forward_token_counts_none(deploy, proto
     dep.wait_aggregated(2 * USERS)
     assert stored_counts(dep).tolist() == before.tolist()
     assert dep.analyzer_metrics()["messages_duplicate"] == COPIES * len(victim.ciphertexts)
+    log = dep.analyzer.log_path.read_text()
+    assert f"{COPIES * len(victim.ciphertexts)} messages are copies of messages counted" in log
 
 
 def test_the_shuffler_refuses_a_copy_of_a_ciphertext_it_holds(deploy):
