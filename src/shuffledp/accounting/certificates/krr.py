@@ -236,18 +236,24 @@ def _blanket_mixture(
     # B ~ Bin(n − 1, kb); 1 − kb = (1 − e^{−ε₀})·a computed directly.
     window = binomial_window(n - 1, min(1.0, k * b), tail, -math.expm1(-epsilon0) * a)
     rate, rate_complement = min(1.0, 2.0 / k), max(0.0, (k - 2) / k)
+    # Each round of the mixture's refinement asks again for every block's pairs: one
+    # pair per number of blanket reports, built once.
+    pairs: dict[int, TwoCountPair] = {}
 
     def pair_at(first: int, last: int, side: str, probability: float) -> tuple[TwoCountPair, float]:
         # δ(pair_B) does not increase with B: the fewest blanket reports bound a
         # block from above, one more than the most from below (the next block's top).
-        pair = TwoCountPair(
-            blanket=first if side == "upper" else last + 1,
-            rate=rate,
-            w1=a,
-            w2=b,
-            w0=(k - 2) * b,
-            rate_complement=rate_complement,
-        )
+        blanket = first if side == "upper" else last + 1
+        pair = pairs.get(blanket)
+        if pair is None:
+            pair = pairs[blanket] = TwoCountPair(
+                blanket=blanket,
+                rate=rate,
+                w1=a,
+                w2=b,
+                w0=(k - 2) * b,
+                rate_complement=rate_complement,
+            )
         return pair, probability
 
     return window, pair_at

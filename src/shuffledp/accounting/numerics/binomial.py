@@ -125,12 +125,16 @@ def binomial_pmf(
     if np.any(inner):
         xi, mi = xs[inner], ms[inner]
         rest = mi - xi
+        k = len(xi)
+        # Each piece elementwise, the three remainders and the two deviances in one pass each.
+        remainders = _stirling_remainder(np.concatenate([mi, xi, rest]))
+        deviances = _deviance(np.concatenate([xi, rest]), np.concatenate([mi * p, mi * q]))
         log_c = (
-            _stirling_remainder(mi)
-            - _stirling_remainder(xi)
-            - _stirling_remainder(rest)
-            - _deviance(xi, mi * p)
-            - _deviance(rest, mi * q)
+            remainders[:k]
+            - remainders[k : 2 * k]
+            - remainders[2 * k :]
+            - deviances[:k]
+            - deviances[k:]
         )
         out[inner] = np.exp(log_c) * np.sqrt(mi / (2.0 * math.pi * xi * rest))
     return out

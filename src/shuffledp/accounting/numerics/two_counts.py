@@ -43,13 +43,9 @@ from numpy.typing import NDArray
 from scipy import special
 
 from shuffledp._validation import InvalidParameterError, check_int, check_rounding
-from shuffledp.accounting.numerics.binomial import (
-    DEFAULT_TAIL,
-    binomial_pmf,
-    binomial_window,
-    binomial_windows,
-)
+from shuffledp.accounting.numerics.binomial import DEFAULT_TAIL, binomial_window, binomial_windows
 from shuffledp.accounting.numerics.hockey_stick import hockey_stick
+from shuffledp.accounting.numerics.symmetric_memo import symmetric_points, symmetric_tails
 
 __all__ = [
     "BlockMemo",
@@ -196,7 +192,7 @@ def _symmetric_tail(
     mid = ~ones & (at_least <= trials)
     if np.any(mid):
         j = at_least[mid]
-        out[mid] = special.betainc(j, trials[mid] - j + 1.0, 0.5)
+        out[mid] = symmetric_tails(trials[mid], j)  # I_½(j, trials − j + 1)
     return out
 
 
@@ -242,16 +238,16 @@ _UNDERFLOW = 1e-300
 
 def _largest_point(
     trials: NDArray[np.float64], low: NDArray[np.float64], high: NDArray[np.float64]
-) -> NDArray[np.float64]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The largest P[Bin(trials, ½) = x] over integers x in [low, high] (low ≤ high), per entry.
 
     The pmf is unimodal with its largest value at ⌊trials/2⌋ (and ⌈trials/2⌉):
     the largest over an interval is at that mode when the interval holds it,
-    else at the end nearer to it.
+    else at the end nearer to it. Returns that x and the value.
     """
     mode = np.floor(trials / 2.0)
     nearest = np.clip(mode, low, high)
-    return binomial_pmf(nearest, trials, 0.5)
+    return nearest, symmetric_points(nearest, trials)
 
 
 def line_divergence_each(
@@ -342,7 +338,7 @@ def line_divergence_each(
     # a range that starts at 0 points starts at the top point).
     expm1_eps = math.expm1(min(epsilon, 700.0))
     scaled_all = _exp_times(epsilon, g)
-    biggest = _largest_point(sl - 1.0, sl - count_w, sl - np.maximum(count_n, 1.0))
+    nearest, biggest = _largest_point(sl - 1.0, sl - count_w, sl - np.maximum(count_n, 1.0))
     with np.errstate(over="ignore", invalid="ignore"):
         drift = np.where(tail_2w > 0, (a + g) * expm1_eps * tail_2w, 0.0)
     weights_charge = rho * ((a + scaled_all) * biggest + drift)
@@ -358,7 +354,12 @@ def line_divergence_each(
     if np.any(other):
         tail_2 = tail_2.copy()
         tail_2[other] = _symmetric_tail(sl[other] - 1.0, sl[other] - count[other] + 1.0)
-    point = binomial_pmf(sl - count, sl - 1.0, 0.5)
+    # b at the threshold; mostly the very point the range's largest was taken at (reused).
+    at = sl - count
+    point = biggest[on]
+    fresh = at != nearest[on]
+    if np.any(fresh):
+        point[fresh] = symmetric_points(at[fresh], sl[fresh] - 1.0)
     first = (a - scaled_g) * point
     # (e^ε − 1)·T₂; for ε > 30 only the top point counts (T₂ = 0), so no inf·0 arises.
     with np.errstate(over="ignore", invalid="ignore"):
