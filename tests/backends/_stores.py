@@ -154,3 +154,49 @@ def write_task_files(stored: Stored, directory: Path) -> tuple[Path, Path]:
         save_task(stored.task, task_path)
         save_private_key(stored.key, key_path)
     return task_path, key_path
+
+
+def _labeled_extract(suite: bytes, salt: bytes, label: bytes, ikm: bytes) -> bytes:
+    import hmac
+
+    return hmac.new(salt or bytes(32), b"HPKE-v1" + suite + label + ikm, "sha256").digest()
+
+
+def _labeled_expand(suite: bytes, prk: bytes, label: bytes, info: bytes, length: int) -> bytes:
+    import hmac
+
+    labeled = length.to_bytes(2, "big") + b"HPKE-v1" + suite + label + info
+    out, block, counter = b"", b"", 1
+    while len(out) < length:  # HKDF-Expand (RFC 5869)
+        block = hmac.new(prk, block + labeled + bytes([counter]), "sha256").digest()
+        out += block
+        counter += 1
+    return out[:length]
+
+
+def seal_with_ephemeral(task: Task, plaintext: bytes, ephemeral: Any) -> bytes:
+    """HPKE base-mode seal (RFC 9180, the wire's suite) under a GIVEN ephemeral key.
+
+    What only the holder of a message's ephemeral secret can do: another
+    ciphertext with the same encapsulated key that decrypts (to another
+    plaintext, say). ``cryptography`` draws the ephemeral key itself, so the
+    key schedule is written out here (checked against it: the result decrypts).
+    """
+    from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+
+    recipient = public_key_from_b64(task.public_key).public_bytes_raw()
+    enc = ephemeral.public_key().public_bytes_raw()
+    dh = ephemeral.exchange(public_key_from_b64(task.public_key))
+    kem = b"KEM" + (0x20).to_bytes(2, "big")
+    prk = _labeled_extract(kem, b"", b"eae_prk", dh)
+    shared = _labeled_expand(kem, prk, b"shared_secret", enc + recipient, 32)
+    suite = b"HPKE" + b"".join(n.to_bytes(2, "big") for n in (0x20, 0x1, 0x3))
+    context = (
+        b"\x00"
+        + _labeled_extract(suite, b"", b"psk_id_hash", b"")
+        + _labeled_extract(suite, b"", b"info_hash", hpke_info(task.task_id))
+    )
+    secret = _labeled_extract(suite, shared, b"secret", b"")
+    key = _labeled_expand(suite, secret, b"key", context, 32)
+    nonce = _labeled_expand(suite, secret, b"base_nonce", context, 12)
+    return enc + ChaCha20Poly1305(key).encrypt(nonce, plaintext, b"")

@@ -22,6 +22,7 @@ from shuffledp.backends.kernels import (
     encode_plaintexts,
     fixed_width_rows,
 )
+from shuffledp.backends.replays import KEY_BYTES
 from shuffledp.backends.simulation import SimulationPlan, default_partitions
 from shuffledp.randomizers.krr import KRRRandomizer
 from shuffledp.service import wire
@@ -31,6 +32,7 @@ def test_wire_constants_agree():
     assert PLAINTEXT_VERSION == wire.WIRE_VERSION
     assert PLAINTEXT_LENGTH == wire.PLAINTEXT_LENGTH
     assert CIPHERTEXT_LENGTH == wire.CIPHERTEXT_LENGTH
+    assert KEY_BYTES == wire.ENCAPSULATED_KEY_LENGTH
 
 
 def test_encode_matches_wire():

@@ -3,8 +3,10 @@
 :func:`aggregate_dataset` checks a ciphertext dataset against the task (the
 same refusals the analyzer service applies when a batch arrives: its task, at
 least ``min_batch_users`` users per batch, no more messages than that many
-users can send), has a backend decrypt and count every message, checks that
-every batch's rows were all read, and returns the
+users can send), has a backend decrypt and count the messages, each HPKE
+encapsulated key at most once over the whole dataset as the service does
+(:mod:`shuffledp.backends.replays`: a replayed copy is not counted), checks
+that every batch's rows were all read, and returns the
 :class:`~shuffledp.service.store_protocols.AggregateTotals` that
 :func:`shuffledp.service.release.build_release` turns into the release, the
 same JSON ``shuffledp analyzer publish`` writes for the same batches.
@@ -33,7 +35,8 @@ class AggregationResult:
 
     Attributes:
         totals: The analyzer's totals over every batch (the release's input).
-        counts: Per batch and bin, with the messages that did not decrypt or decode.
+        counts: Per batch and bin, with the messages that did not decrypt or
+            decode and the copies not counted.
     """
 
     totals: AggregateTotals

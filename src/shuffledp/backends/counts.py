@@ -1,12 +1,16 @@
 """Counts per (batch, bin): what every backend's data-parallel step produces, and how to combine.
 
 A backend reduces messages to triples ``(batch, bin, count)``. ``bin`` is a
-bin of the public domain, ``0 ≤ bin < d``, or one of two codes for messages
+bin of the public domain, ``0 ≤ bin < d``, or one of three codes for messages
 that were not counted: :func:`undecryptable_code` (``d``: the HPKE decryption
-failed, or the row is not a ciphertext of the right length) and
+failed, or the row is not a ciphertext of the right length),
 :func:`undecodable_code` (``d + 1``: it decrypted to something that is not a
-valid plaintext, see :mod:`shuffledp.service.wire`). The analyzer service
-counts the same three outcomes per batch (``Aggregator.aggregate``).
+valid plaintext, see :mod:`shuffledp.service.wire`) and :func:`duplicate_code`
+(``d + 2``: it decrypted and decoded, but a message with the same HPKE
+encapsulated key is counted instead: a copy, see
+:mod:`shuffledp.backends.replays`). The analyzer service counts the same four
+outcomes per batch (``Aggregator.aggregate`` and the store's
+``record_aggregation``); :func:`code_width` is the number of codes, ``d + 3``.
 
 Partial triples from any number of chunks or executors are combined by
 :func:`combine_triples` with exact int64 sums in a fixed order, so two backends
@@ -27,8 +31,10 @@ from shuffledp._validation import DataError, check_int
 __all__ = [
     "BinTriples",
     "MessageCounts",
+    "code_width",
     "combine_triples",
     "count_bins",
+    "duplicate_code",
     "undecodable_code",
     "undecryptable_code",
 ]
@@ -46,13 +52,24 @@ def undecodable_code(domain_size: int) -> int:
     return domain_size + 1
 
 
+def duplicate_code(domain_size: int) -> int:
+    """The bin code of a good message not counted: a copy of one counted instead (``d + 2``)."""
+    return domain_size + 2
+
+
+def code_width(domain_size: int) -> int:
+    """The number of bin codes: the d bins and the three codes of messages not counted."""
+    return domain_size + 3
+
+
 @dataclass(frozen=True)
 class BinTriples:
     """Sparse counts: ``count[i]`` messages of batch ``batch[i]`` fell in bin ``bin[i]``.
 
     Attributes:
         batch: Batch index (into the dataset's batch list), int64.
-        bin: Bin, or :func:`undecryptable_code` / :func:`undecodable_code`, int64.
+        bin: Bin, or :func:`undecryptable_code` / :func:`undecodable_code` /
+            :func:`duplicate_code`, int64.
         count: Number of messages (> 0 after :func:`combine_triples`), int64.
     """
 
@@ -81,7 +98,8 @@ def count_bins(
     Args:
         batch: Batch index of every message.
         bins: Bin code of every message, in ``[0, width)``.
-        width: Number of bin codes (``d + 2`` with the two failure codes).
+        width: Number of bin codes (:func:`code_width`: ``d + 3`` with the codes of
+            messages not counted).
         weights: How many messages each entry stands for (default one each);
             summed exactly in int64.
     """
@@ -142,7 +160,7 @@ class MessageCounts:
             int(t.batch.min()) < 0
             or int(t.batch.max()) >= self.n_batches
             or int(t.bin.min()) < 0
-            or int(t.bin.max()) > undecodable_code(self.domain_size)
+            or int(t.bin.max()) > duplicate_code(self.domain_size)
         ):
             raise DataError("a count refers to a batch or bin outside the dataset")
 
@@ -152,7 +170,7 @@ class MessageCounts:
     ) -> MessageCounts:
         """Combine partial triples (the ``combine`` step every backend ends with)."""
         d = check_int(domain_size, "domain_size", minimum=1)
-        return cls(d, n_batches, combine_triples(parts, d + 2))
+        return cls(d, n_batches, combine_triples(parts, code_width(d)))
 
     @property
     def counts(self) -> IntArray:
@@ -192,6 +210,11 @@ class MessageCounts:
         return self._per_batch(self.triples.bin == undecodable_code(self.domain_size))
 
     @property
+    def duplicates_per_batch(self) -> IntArray:
+        """Good messages per batch not counted: copies of a message counted instead."""
+        return self._per_batch(self.triples.bin == duplicate_code(self.domain_size))
+
+    @property
     def messages(self) -> int:
         """Rows read."""
         return int(self.triples.count.sum())
@@ -205,6 +228,11 @@ class MessageCounts:
     def undecodable(self) -> int:
         """Messages that decrypted to an invalid plaintext."""
         return int(self.undecodable_per_batch.sum())
+
+    @property
+    def duplicates(self) -> int:
+        """Good messages not counted: copies of a message counted instead."""
+        return int(self.duplicates_per_batch.sum())
 
     def same_as(self, other: MessageCounts) -> bool:
         """Whether both hold exactly the same counts (bit for bit)."""

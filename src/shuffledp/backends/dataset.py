@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -217,10 +217,13 @@ class MessageDataset:
         _, _, base = _resolve(self.location)
         return [f"{base}/{name}" for name in self.files]
 
-    def iter_record_batches(self, chunk_rows: int = 1 << 18) -> Iterator[Any]:
+    def iter_record_batches(
+        self, chunk_rows: int = 1 << 18, columns: Sequence[str] = ("batch", "message")
+    ) -> Iterator[Any]:
         """Yield the rows as pyarrow record batches (``batch``, ``message``), file by file.
 
         Memory stays bounded by ``chunk_rows`` rows (plus one Parquet row group).
+        ``columns`` reads fewer columns.
         """
         chunk_rows = check_int(chunk_rows, "chunk_rows", minimum=1)
         fs, base, _ = _resolve(self.location)
@@ -228,7 +231,7 @@ class MessageDataset:
             with fs.open_input_file(posixpath.join(base, name)) as handle:
                 reader = pq.ParquetFile(handle)
                 yield from reader.iter_batches(
-                    batch_size=chunk_rows, columns=["batch", "message"], use_threads=False
+                    batch_size=chunk_rows, columns=list(columns), use_threads=False
                 )
 
 
@@ -474,8 +477,11 @@ def export_analyzer_store(
     """Write every batch stored by the analyzer as a ciphertext dataset (one batch in memory).
 
     The batches are exported as received (permuted ciphertexts, the shuffler's
-    number of users), aggregated or not, so a backend that aggregates the
-    dataset counts what the analyzer service counts once it has aggregated them.
+    number of users, replayed copies included), aggregated or not, in the
+    order the analyzer stored them, so a backend that aggregates the dataset
+    counts what the analyzer service counts once it has aggregated them: each
+    encapsulated key at most once, the first good message with it in the
+    order (batch, ciphertext) (:mod:`shuffledp.backends.replays`).
 
     Args:
         task: The task of the store.

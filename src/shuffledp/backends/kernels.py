@@ -15,6 +15,11 @@ Messages are the wire format of :mod:`shuffledp.service.wire`:
 Nothing here raises on message content: a row of the wrong length, a null, a
 ciphertext that does not decrypt and a plaintext that does not decode are
 counted under the failure codes of :mod:`shuffledp.backends.counts`.
+
+Copies. A ciphertext counter given the dataset's repeated key prefixes
+(:mod:`shuffledp.backends.replays`) leaves out every row whose key may occur
+twice; the driver decrypts those and counts each key at most once
+(:meth:`ChunkCounter.count_candidates`).
 """
 
 from __future__ import annotations
@@ -29,10 +34,12 @@ from numpy.typing import NDArray
 from shuffledp._validation import DataError, InvalidParameterError, check_int
 from shuffledp.backends.counts import (
     BinTriples,
+    code_width,
     count_bins,
     undecodable_code,
     undecryptable_code,
 )
+from shuffledp.backends.replays import candidate_mask, count_candidates, key_prefixes
 
 if TYPE_CHECKING:
     from shuffledp.service.wire import MessageOpener
@@ -43,6 +50,8 @@ __all__ = [
     "ChunkCounter",
     "MessageKind",
     "binary_array",
+    "candidate_rows",
+    "ciphertext_prefixes",
     "decode_plaintexts",
     "encode_plaintexts",
     "fixed_width_rows",
@@ -143,6 +152,27 @@ def fixed_width_rows(messages: Any, width: int) -> tuple[NDArray[np.uint8], NDAr
     return data.reshape(k, width), good
 
 
+def ciphertext_prefixes(messages: Any) -> NDArray[np.int64]:
+    """The key prefix of every ciphertext-length value of a binary array (others are skipped)."""
+    rows, _ = fixed_width_rows(messages, CIPHERTEXT_LENGTH)
+    return key_prefixes(rows)
+
+
+def candidate_rows(
+    record_batch: Any, repeated: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
+    """The rows of a record batch (``batch``, ``message``) whose key prefix is in ``repeated``.
+
+    Returns their batch indices and their ``(m, CIPHERTEXT_LENGTH)`` bytes: what a
+    :class:`ChunkCounter` given ``repeated`` leaves out. Rows of another length
+    are never candidates (they cannot decrypt; the counter counts them).
+    """
+    codes = np.asarray(record_batch.column("batch").to_numpy(zero_copy_only=False), np.int64)
+    rows, good = fixed_width_rows(record_batch.column("message"), CIPHERTEXT_LENGTH)
+    mine = candidate_mask(rows, np.asarray(repeated, dtype=np.int64))
+    return codes[good][mine], rows[mine]
+
+
 class ChunkCounter:
     """Counts one chunk of a message dataset: decrypt (ciphertexts), decode, count per bin.
 
@@ -151,6 +181,10 @@ class ChunkCounter:
         domain_size: d; a message must carry an index below it.
         task_id: The task bound into the ciphertexts (ciphertexts only).
         private_key: The analyzer's raw 32-byte X25519 private key (ciphertexts only).
+        repeated: Ciphertexts only: the dataset's repeated key prefixes (sorted,
+            :func:`~shuffledp.backends.replays.repeated_prefixes`); rows with one
+            are left out, for :meth:`count_candidates`. ``None``: count every
+            row (only right when no key repeats).
 
     Raises:
         InvalidParameterError: If a ciphertext counter lacks the task or the key.
@@ -163,10 +197,12 @@ class ChunkCounter:
         *,
         task_id: str | None = None,
         private_key: bytes | None = None,
+        repeated: NDArray[np.int64] | None = None,
     ) -> None:
         self.kind = kind
         self.domain_size = check_int(domain_size, "domain_size", minimum=1)
-        self.width = self.domain_size + 2
+        self.width = code_width(self.domain_size)
+        self._repeated = None if repeated is None else np.asarray(repeated, dtype=np.int64)
         self._opener: MessageOpener | None = None
         if kind == "ciphertext":
             if task_id is None or private_key is None:
@@ -226,6 +262,9 @@ class ChunkCounter:
             bad = codes[~good]
             parts.append(count_bins(bad, np.full(bad.size, undecryptable_code(d)), self.width))
         good_codes = codes[good]
+        if self._repeated is not None and self._repeated.size:
+            keep = ~candidate_mask(rows, self._repeated)  # the driver counts the others
+            rows, good_codes = rows[keep], good_codes[keep]
         if good_codes.size == 0:
             return _concat(parts)
         lo, hi = int(good_codes.min()), int(good_codes.max())
@@ -242,6 +281,15 @@ class ChunkCounter:
                 BinTriples(np.full(nonzero.size, b, dtype=np.int64), nonzero, counts[nonzero])
             )
         return _concat(parts)
+
+    def count_candidates(self, codes: NDArray[np.integer], rows: NDArray[np.uint8]) -> BinTriples:
+        """Count the rows :meth:`count` left out, each key at most once (driver side).
+
+        See :func:`~shuffledp.backends.replays.count_candidates`.
+        """
+        if self._opener is None:
+            raise InvalidParameterError("only ciphertexts have keys that can repeat")
+        return count_candidates(self._opener, codes, rows, self.domain_size)
 
 
 def _concat(parts: list[BinTriples]) -> BinTriples:

@@ -2,10 +2,12 @@
 
 Counting reads the dataset's Parquet files row group by row group
 (``chunk_rows`` rows at a time), runs :class:`~shuffledp.backends.kernels.ChunkCounter`
-on each chunk and keeps only the combined counts, so memory does not grow
-with the number of messages. Decryption is one HPKE open per message in the
-service's own loop (about 10k messages per core-second); this backend uses
-one core.
+on each chunk and keeps only the combined counts. Decryption is one HPKE open
+per message in the service's own loop (about 10k messages per core-second);
+this backend uses one core. Ciphertexts are read twice: first every key's
+8-byte prefix, sorted in memory (8 bytes per message, the one part of the
+memory that grows with the dataset) to find the keys that may repeat, then to
+count, each key at most once (:mod:`shuffledp.backends.replays`).
 
 A simulation generates the plan's tasks one after another, gives every
 message its shuffle key and shuffles by sorting on the keys: in memory when
@@ -29,11 +31,18 @@ from shuffledp._validation import DataError, InvalidParameterError, check_int
 from shuffledp.backends.counts import (
     BinTriples,
     MessageCounts,
+    code_width,
     combine_triples,
     count_bins,
 )
 from shuffledp.backends.dataset import DatasetWriter, MessageDataset
-from shuffledp.backends.kernels import ChunkCounter, fixed_width_rows
+from shuffledp.backends.kernels import (
+    ChunkCounter,
+    candidate_rows,
+    ciphertext_prefixes,
+    fixed_width_rows,
+)
+from shuffledp.backends.replays import repeated_prefixes
 from shuffledp.backends.simulation import SimulationPlan
 
 __all__ = ["LocalBackend"]
@@ -68,24 +77,47 @@ class LocalBackend:
     def count(self, dataset: MessageDataset, *, private_key: bytes | None = None) -> MessageCounts:
         """See :meth:`shuffledp.backends.base.Backend.count`."""
         d = dataset.domain_size
-        if dataset.kind == "ciphertext" and private_key is None:
+        ciphertexts = dataset.kind == "ciphertext"
+        if ciphertexts and private_key is None:
             raise InvalidParameterError("counting ciphertexts needs the analyzer's private key")
+        repeated = self._repeated_prefixes(dataset) if ciphertexts else None
         counter = ChunkCounter(
             dataset.kind,
             d,
             task_id=dataset.task_id,
-            private_key=private_key if dataset.kind == "ciphertext" else None,
+            private_key=private_key if ciphertexts else None,
+            repeated=repeated,
         )
         parts: list[BinTriples] = []
+        candidates: list[tuple[NDArray[np.int64], NDArray[np.uint8]]] = []
         with progress_bar(
             total=dataset.n_messages, desc="counting", unit="messages", enabled=self.show_progress
         ) as bar:
             for chunk in dataset.iter_record_batches(self.chunk_rows):
                 parts.append(counter.count_record_batch(chunk))
+                if repeated is not None and repeated.size:
+                    candidates.append(candidate_rows(chunk, repeated))
                 bar.update(chunk.num_rows)
                 if len(parts) >= _COMBINE_EVERY:
-                    parts = [combine_triples(parts, d + 2)]
+                    parts = [combine_triples(parts, code_width(d))]
+        if candidates:
+            parts.append(
+                counter.count_candidates(
+                    np.concatenate([c for c, _ in candidates]),
+                    np.concatenate([r for _, r in candidates]),
+                )
+            )
         return MessageCounts.from_parts(parts, d, len(dataset.batches))
+
+    def _repeated_prefixes(self, dataset: MessageDataset) -> NDArray[np.int64]:
+        """The key prefixes that occur more than once in a ciphertext dataset (a first pass)."""
+        prefixes = [
+            ciphertext_prefixes(chunk.column("message"))
+            for chunk in dataset.iter_record_batches(self.chunk_rows, columns=["message"])
+        ]
+        if not prefixes:
+            return np.empty(0, dtype=np.int64)
+        return repeated_prefixes(np.concatenate(prefixes))
 
     def simulate(self, plan: SimulationPlan) -> MessageCounts:
         """See :meth:`shuffledp.backends.base.Backend.simulate`."""
@@ -198,4 +230,4 @@ def _sort_and_count(
 ) -> BinTriples:
     """Shuffle (sort by key) and count per (replicate, bin)."""
     order = np.argsort(keys, kind="stable")
-    return count_bins(batch[order], bins[order], plan.domain_size + 2)
+    return count_bins(batch[order], bins[order], code_width(plan.domain_size))

@@ -9,7 +9,13 @@ since moving every row through Arrow to Python costs more than decoding
 it). Each task emits its partial
 ``(batch, bin, count)`` rows, Spark sums them per (batch, bin) and the driver
 combines the few resulting rows. The counts are exact int64 sums, so they equal
-the local backend's bit for bit.
+the local backend's bit for bit. Ciphertexts are counted each key at most once
+(:mod:`shuffledp.backends.replays`): a first job groups the rows by their
+key's 8-byte prefix (public bytes, no decryption) and brings the prefixes that
+repeat to the driver; the counting job leaves the rows with such a prefix out
+and a third job brings those rows (copies and what they copy: few) to the
+driver, which decrypts them and counts each key once. No decrypted value
+leaves an executor but as a count.
 
 The analyzer's private key reaches the executors as a broadcast variable
 (32 bytes), read inside the task and destroyed (on the driver and every
@@ -49,6 +55,7 @@ from shuffledp._validation import DataError, InvalidParameterError
 from shuffledp.backends.counts import (
     BinTriples,
     MessageCounts,
+    code_width,
     combine_triples,
     count_bins,
 )
@@ -59,7 +66,12 @@ from shuffledp.backends.dataset import (
     open_dataset,
     write_metadata,
 )
-from shuffledp.backends.kernels import ChunkCounter, MessageKind
+from shuffledp.backends.kernels import (
+    ChunkCounter,
+    MessageKind,
+    candidate_rows,
+    ciphertext_prefixes,
+)
 from shuffledp.backends.simulation import SimulationPlan
 
 # pyspark 4.x warns on every job that it does not fully support pandas 3; the
@@ -132,20 +144,46 @@ def _count_partition(
     domain_size: int,
     task_id: str | None,
     key: Any,
+    repeated: Any,
     batches: Iterator[Any],
 ) -> Iterator[Any]:
     """Executor side of :meth:`SparkBackend.count`: one partition's partial counts."""
     counter = ChunkCounter(
-        kind, domain_size, task_id=task_id, private_key=None if key is None else key.value
+        kind,
+        domain_size,
+        task_id=task_id,
+        private_key=None if key is None else key.value,
+        repeated=None if repeated is None else repeated.value,
     )
+    width = code_width(domain_size)
     parts: list[BinTriples] = []
     for batch in batches:
         parts.append(counter.count_record_batch(batch))
         if len(parts) >= _COMBINE_EVERY:
-            parts = [combine_triples(parts, domain_size + 2)]
-    combined = combine_triples(parts, domain_size + 2)
+            parts = [combine_triples(parts, width)]
+    combined = combine_triples(parts, width)
     if len(combined):
         yield _triples_batch(combined)
+
+
+def _prefix_partition(batches: Iterator[Any]) -> Iterator[Any]:
+    """Executor side of :meth:`SparkBackend.count`: every ciphertext's key prefix."""
+    for batch in batches:
+        prefixes = ciphertext_prefixes(batch.column("message"))
+        if prefixes.size:
+            yield pa.RecordBatch.from_arrays([pa.array(prefixes)], names=["prefix"])
+
+
+def _candidate_partition(repeated: Any, batches: Iterator[Any]) -> Iterator[Any]:
+    """Executor side of :meth:`SparkBackend.count`: the rows whose key prefix repeats."""
+    from shuffledp.backends.kernels import binary_array
+
+    for batch in batches:
+        codes, rows = candidate_rows(batch, repeated.value)
+        if codes.size:
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(codes.astype(np.int32)), binary_array(rows)], names=["batch", "message"]
+            )
 
 
 def _generate_partition(plan: SimulationPlan, batches: Iterator[Any]) -> Iterator[Any]:
@@ -256,6 +294,39 @@ class SparkBackend:
             columns = [np.array([r[i] for r in rows], dtype=np.int64) for i in range(3)]
         return MessageCounts.from_parts([BinTriples(*columns)], domain_size, n_batches)
 
+    def _repeated_prefixes(self, frame: DataFrame) -> Any:
+        """The key prefixes that occur more than once (sorted int64), grouped by Spark."""
+        repeated = (
+            frame.mapInArrow(_prefix_partition, "prefix LONG")
+            .groupBy("prefix")
+            .count()
+            .where("count > 1")
+            .select("prefix")
+        )
+        if hasattr(repeated, "toArrow"):
+            values = repeated.toArrow().column("prefix").to_numpy()
+        else:  # pragma: no cover - pyspark < 4
+            values = np.array([row[0] for row in repeated.collect()], dtype=np.int64)
+        return np.unique(np.asarray(values, dtype=np.int64))
+
+    def _candidates(self, frame: DataFrame, repeated: Any) -> tuple[Any, Any]:
+        """The rows whose key prefix repeats: (batch indices, ``(m, 53)`` bytes) on the driver."""
+        from shuffledp.backends.kernels import CIPHERTEXT_LENGTH, fixed_width_rows
+
+        rows = frame.mapInArrow(
+            functools.partial(_candidate_partition, repeated), "batch INT, message BINARY"
+        )
+        if hasattr(rows, "toArrow"):
+            table = rows.toArrow()
+            codes = table.column("batch").to_numpy().astype(np.int64)
+            matrix, _ = fixed_width_rows(table.column("message"), CIPHERTEXT_LENGTH)
+        else:  # pragma: no cover - pyspark < 4
+            collected = rows.collect()
+            codes = np.array([r[0] for r in collected], dtype=np.int64)
+            matrix = np.frombuffer(b"".join(bytes(r[1]) for r in collected), dtype=np.uint8)
+            matrix = matrix.reshape(-1, CIPHERTEXT_LENGTH)
+        return codes, matrix
+
     def count(self, dataset: MessageDataset, *, private_key: bytes | None = None) -> MessageCounts:
         """See :meth:`shuffledp.backends.base.Backend.count`.
 
@@ -264,29 +335,45 @@ class SparkBackend:
         by the kernel with their multiplicities: Arrow and Python then see
         B·d rows, not every message. A ciphertext dataset read into fewer
         partitions than Spark has cores is spread over them first (decryption
-        dominates the cost).
+        dominates the cost); its keys are counted at most once each (see the
+        module docstring).
         """
         d, n_batches = dataset.domain_size, len(dataset.batches)
-        if dataset.kind == "ciphertext" and private_key is None:
+        ciphertexts = dataset.kind == "ciphertext"
+        if ciphertexts and private_key is None:
             raise InvalidParameterError("counting ciphertexts needs the analyzer's private key")
         if not dataset.files:
             return MessageCounts.from_parts([], d, n_batches)
-        key = None
-        if dataset.kind == "ciphertext":
-            assert private_key is not None
-            key = self.spark.sparkContext.broadcast(bytes(private_key))
+        key = repeated = None
+        context = self.spark.sparkContext
         try:
             frame = self._read(dataset)
+            parts: list[BinTriples] = []
             if dataset.kind == "plaintext":
                 # At most d valid plaintexts exist: count equal messages in the JVM first.
                 frame = frame.groupBy("batch", "message").count()
-            elif frame.rdd.getNumPartitions() < self.parallelism:
-                frame = frame.repartition(self.parallelism)
-            task = functools.partial(_count_partition, dataset.kind, d, dataset.task_id, key)
-            return self._collect(frame.mapInArrow(task, _TRIPLES_SCHEMA), d, n_batches)
+            else:
+                assert private_key is not None
+                prefixes = self._repeated_prefixes(frame)
+                if prefixes.size:
+                    repeated = context.broadcast(prefixes)
+                    codes, rows = self._candidates(frame, repeated)
+                    driver = ChunkCounter(
+                        "ciphertext", d, task_id=dataset.task_id, private_key=bytes(private_key)
+                    )
+                    parts.append(driver.count_candidates(codes, rows))
+                key = context.broadcast(bytes(private_key))
+                if frame.rdd.getNumPartitions() < self.parallelism:
+                    frame = frame.repartition(self.parallelism)
+            task = functools.partial(
+                _count_partition, dataset.kind, d, dataset.task_id, key, repeated
+            )
+            counted = self._collect(frame.mapInArrow(task, _TRIPLES_SCHEMA), d, n_batches)
+            return MessageCounts.from_parts([counted.triples, *parts], d, n_batches)
         finally:
-            if key is not None:
-                key.destroy()
+            for variable in (key, repeated):
+                if variable is not None:
+                    variable.destroy()
 
     def simulate(self, plan: SimulationPlan) -> MessageCounts:
         """See :meth:`shuffledp.backends.base.Backend.simulate`."""
@@ -299,7 +386,8 @@ class SparkBackend:
             plan.shuffle_partitions(self.parallelism), "key"
         ).sortWithinPartitions("key")
         counted = shuffled.mapInArrow(
-            functools.partial(_count_bins_partition, plan.domain_size + 2), _TRIPLES_SCHEMA
+            functools.partial(_count_bins_partition, code_width(plan.domain_size)),
+            _TRIPLES_SCHEMA,
         )
         return self._collect(counted, plan.domain_size, plan.replicates)
 

@@ -24,7 +24,11 @@ counts of those messages and marks the batch aggregated; a restart resumes
 the batches not yet marked. Each batch is therefore counted exactly once
 whatever crashes, and each ciphertext at most once for the task's lifetime:
 a copy, in a later batch or the same one, is dropped (``messages_duplicate``
-in the metrics, and a warning).
+in the metrics, and a warning). Of several good messages of one batch with
+the same key (copies, or messages their sender sealed under one ephemeral
+key), the smallest ciphertext (bytewise) counts, not the first in the
+shuffler's order: ``analyzer aggregate``, which reads no order, counts the
+same one (:mod:`shuffledp.backends.replays`).
 
 What the analyzer can check. The number of users in a batch is the
 shuffler's word (as in the shuffle model, n is public; the release's
@@ -61,6 +65,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
+import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -247,15 +252,22 @@ class Aggregator(BackgroundWorker):
         self._loop(self.step, "aggregation step")
 
     def aggregate(self, batch: ReceivedBatch) -> Aggregation:
-        """Decrypt and decode one batch: each good message's index and replay key (no effect)."""
+        """Decrypt and decode one batch: each good message's index and replay key (no effect).
+
+        The good messages are listed by their ciphertexts' bytes, so that of
+        several with one key the store counts the smallest, whatever the
+        shuffler's order (see the module docstring).
+        """
         opened = self.opener.open_payload(batch.payload)
-        keys = tuple(
-            batch.payload[start : start + REPLAY_KEY_LENGTH]
+        texts = [
+            batch.payload[start : start + CIPHERTEXT_LENGTH]
             for start in (opened.positions * CIPHERTEXT_LENGTH).tolist()
-        )
+        ]
+        order = sorted(range(len(texts)), key=texts.__getitem__)
+        keys = tuple(texts[i][:REPLAY_KEY_LENGTH] for i in order)
         return Aggregation(
             batch.batch_id,
-            opened.indices,
+            opened.indices[np.asarray(order, dtype=np.int64)],
             keys,
             self.task.message_domain_size,
             opened.undecryptable,

@@ -195,7 +195,9 @@ class Aggregation:
         indices: The message index of every good message (decrypted and decoded).
         keys: Each good message's replay key (its encapsulated key), in the
             order of ``indices``; the store counts a message only if its key
-            was never counted before (in this batch or another).
+            was never counted before (in another batch, or listed earlier in
+            this one: the aggregator lists a batch's good messages by their
+            ciphertexts' bytes).
         domain_size: Message indices of the task (the length of the counts).
         undecryptable: Messages that did not decrypt.
         undecodable: Messages that decrypted to an invalid plaintext.

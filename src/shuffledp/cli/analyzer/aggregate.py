@@ -2,10 +2,12 @@
 
 Reads a message dataset written by ``shuffledp analyzer export`` (layout:
 :mod:`shuffledp.backends.dataset`), has the chosen backend decrypt, decode and
-count every message (:mod:`shuffledp.backends`), and writes the release: the
+count the messages (:mod:`shuffledp.backends`), and writes the release: the
 same JSON as ``shuffledp analyzer publish`` over the same batches
 (:func:`shuffledp.service.release.build_release`). Messages that do not
-decrypt or decode are counted on stderr and left out, as the service does.
+decrypt or decode are counted on stderr and left out, as the service does,
+and so are copies: each HPKE encapsulated key counts at most once over all
+the batches (:mod:`shuffledp.backends.replays`).
 
 The private key is read from ``--key`` (as ``serve analyzer`` does); with
 ``--backend spark`` it reaches the executors as a broadcast variable and is
@@ -102,6 +104,12 @@ def execute(args: argparse.Namespace) -> int:
             print(
                 f"note: {counts.undecryptable} message(s) did not decrypt and "
                 f"{counts.undecodable} did not decode; they are not counted",
+                file=sys.stderr,
+            )
+        if counts.duplicates:
+            print(
+                f"note: {counts.duplicates} message(s) are copies of a message counted "
+                "(the same encapsulated key: a replay); each is counted once",
                 file=sys.stderr,
             )
     return 0

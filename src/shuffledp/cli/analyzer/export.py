@@ -4,7 +4,9 @@ Writes every batch of the store (aggregated or not), as received: permuted
 ciphertexts, one row per message, with the batch's index, plus the metadata
 file that names the task and each batch's id and number of users. The layout
 is documented in :mod:`shuffledp.backends.dataset`; ``shuffledp analyzer
-aggregate`` reads it with either backend. The dataset holds no secret (the
+aggregate`` reads it with either backend. Replayed copies are exported as
+stored; ``analyzer aggregate`` counts each encapsulated key at most once, as
+the analyzer does, whatever version wrote the store or the dataset. The dataset holds no secret (the
 messages are sealed to the analyzer's key), so it may go to shared storage.
 It can run while the analyzer serves (it only reads the store).
 
