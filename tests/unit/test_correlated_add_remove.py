@@ -246,3 +246,25 @@ def test_the_allowance_is_small_at_deployment_sizes():
     loss = add_remove_loss(noise, 100, 1000)
     assert loss.add.untouched.allowance() < 1e-9
     assert loss.delta(1.0) < 1e-9
+
+
+@pytest.mark.parametrize(
+    "noise",
+    [CorrelatedNoise(0.999, 20.0, 0.9), CorrelatedNoise(0.5, 5e3, 0.95)],
+    ids=["alpha-near-1", "flooding-mean-1e5"],
+)
+def test_noise_too_spread_for_memory_is_refused_not_run_out_of_memory(noise):
+    # The band law would hold tens of millions of cells (GBs): refused at once, naming why.
+    from shuffledp.accounting.certificates.correlated_add_remove import CertificateTooLargeError
+
+    with pytest.raises(CertificateTooLargeError, match="cells per bin, above the"):
+        correlated_delta(1.0, noise, neighbours="add-remove", domain_size=2, min_honest=100)
+
+
+def test_the_lower_bound_grid_stays_small_at_many_bins():
+    # The floor rounding's finer grid is at most 16 times finer than the upper bound's.
+    noise = CorrelatedNoise(0.6342253320600151, 15.762857425829115, 0.9507356856424147)
+    up = add_remove_loss(noise, 100_000, 10**6)
+    down = add_remove_loss(noise, 100_000, 10**6, rounding="down")
+    assert down.h >= up.h / 16 * (1 - 1e-12)
+    assert down.delta(1.0) <= up.delta(1.0)

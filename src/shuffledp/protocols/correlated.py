@@ -451,8 +451,13 @@ def calibrate_correlated(
     notes.append(
         f"a={best.a:.6g} (per-bin std {best.per_bin_std:.4g} at {m} users, "
         f"{best.per_bin_std / central:.4f} times the central discrete Laplace's, slack "
-        f"{slack:g}); flooding NB(r={best.flood_r:.6g}, q={best.flood_q:.6g}), the cheapest "
-        "the exact accountant certifies"
+        f"{slack:g}); flooding NB(r={best.flood_r:.6g}, q={best.flood_q:.6g}), "
+        + (
+            "the cheapest the exact accountant certifies"
+            if size is None
+            else "certified by the exact add/remove accountant, the cheapest on its search's "
+            "grid of q (the user's own shares make delta rise with r past a point)"
+        )
     )
     return _build(
         "exact", n, d, epsilon, delta, neighbours, m, slack, best, certified, tuple(notes)

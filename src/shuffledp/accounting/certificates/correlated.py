@@ -98,7 +98,11 @@ from shuffledp._validation import (
     check_probability,
     check_rounding,
 )
-from shuffledp.accounting.certificates.correlated_add_remove import add_remove_delta
+from shuffledp.accounting.certificates.correlated_add_remove import (
+    CertificateTooLargeError,
+    add_remove_delta,
+    add_remove_loss,
+)
 from shuffledp.accounting.certificates.correlated_noise import (
     DEFAULT_TAIL,
     NEIGHBOURS,
@@ -718,19 +722,6 @@ def _cheapest_over_q(
     return mean, q, r
 
 
-#: The single-bin proxy's targets under add/remove, as (share of ε, share of δ), tried in
-#: turn: the user's own shares need some of the budget, and ε spent on the value's bin
-#: leaves less for them than more flooding would (which shows more of them).
-_PROXY_TARGETS: tuple[tuple[float, float], ...] = (
-    (1.0, 1.0),
-    (1.0, 0.25),
-    (0.95, 0.5),
-    (0.9, 0.5),
-    (0.8, 0.5),
-    (0.65, 0.5),
-)
-
-
 def cheapest_flooding(
     epsilon: float,
     delta: float,
@@ -755,16 +746,20 @@ def cheapest_flooding(
 
     Add/remove (``domain_size`` and ``min_honest`` required): more flooding also
     makes the absent user's own flooding shares easier to see, so δ is not monotone
-    in r. The same search runs on the single-bin proxy :func:`_single_bin_delta`
-    at the target, then at smaller shares of ε and δ (:data:`_PROXY_TARGETS`), each
-    result checked with the add/remove certificate; the first that passes is
-    returned (certified, though not always the cheapest).
+    in r. The single-bin proxy :func:`_single_bin_delta` gives, fast, what the
+    value's bin alone needs: its cheapest flooding is returned if the add/remove
+    certificate passes it; otherwise, for each q of a grid, r walks up from the
+    proxy's need (by 1.4×) until the certificate passes or δ starts rising, is
+    narrowed by three bisection steps, and the cheapest passing flooding over q is
+    kept. Every noise returned passed the certificate; "cheapest" is up to the
+    grid.
 
     Raises:
         InvalidParameterError: If no flooding up to r = 1e7 certifies (ε, δ) (ε
             too small for this α: the two-sided part alone costs e^{a} per bin),
-            or, under add/remove, if none of the proxy's answers passes (the user's
-            own shares are too visible at this m and d).
+            or, under add/remove, if the search finds no flooding that passes (the
+            user's own shares are too visible at this m and d; the message states
+            the smallest δ reached).
     """
     epsilon = check_epsilon(epsilon)
     target = check_delta(delta)
@@ -798,59 +793,107 @@ def cheapest_flooding(
                 "two-sided part spends"
             )
         return found
-    d, m = size
-    a = -math.log(alpha)
+    return _add_remove_flooding(epsilon, target, alpha, *size)
 
-    def proxy(share: float, proxy_target: float) -> CorrelatedNoise | None:
-        """The proxy's cheapest flooding at (share·ε, proxy_target·δ); None if none."""
-        proxy_epsilon = share * epsilon
-        # The proxy's own limit with unlimited flooding: (1/(1 + α))·(1 − e^{ε′ − a})₊.
-        if -math.expm1(proxy_epsilon - a) / (1.0 + alpha) >= proxy_target * target:
-            return None
-        return _cheapest_for(
-            lambda noise: _single_bin_delta(proxy_epsilon, noise),
-            proxy_epsilon,
-            proxy_target * target,
-            alpha,
-            1e-3,
-        )
 
-    def passes(noise: CorrelatedNoise) -> bool:
-        return add_remove_delta(epsilon, noise, domain_size=d, min_honest=m) <= target
+#: 1 − q of the floodings the add/remove search scans, from the flattest.
+_ADD_REMOVE_SPREADS: tuple[float, ...] = (0.5, 0.2, 0.1, 0.05, 0.02, 0.01)
+#: Steps up in r from the value bin's own need, their factor, and the finer factor used
+#: from the single-bin proxy's own answer.
+_ADD_REMOVE_STEPS, _ADD_REMOVE_FACTOR, _ADD_REMOVE_FINE = 8, 1.4, 1.05
 
-    failed: tuple[float, float] | None = None
-    for attempt, (share, proxy_target) in enumerate(_PROXY_TARGETS):
-        found = proxy(share, proxy_target)
-        if found is None:
-            continue
-        if passes(found):
-            if failed is not None and failed[0] == share:
-                # Narrow the proxy's δ between the last failure and this pass (log scale):
-                # a larger proxy δ is a cheaper flooding.
-                lo, hi = failed[1], proxy_target
-                for _ in range(3):
-                    mid = math.sqrt(lo * hi)
-                    candidate = proxy(share, mid)
-                    if candidate is not None and passes(candidate):
-                        found, hi = candidate, mid
-                    else:
-                        lo = mid
-            return found
-        failed = (share, proxy_target)
-        if attempt == 0:
-            # What the certificate charges whatever ε (windows, FFT rounding) at this noise.
-            floor = add_remove_delta(50.0, found, domain_size=d, min_honest=m)
-            if floor >= target:
-                raise InvalidParameterError(
-                    f"delta={target:g} is below what the add/remove certificate can state "
-                    f"at domain_size={d}: it charges about {floor:.3g} for the mass its "
-                    "windows leave out and the rounding of composing every bin; ask for a "
-                    "larger delta"
-                )
+
+def _add_remove_flooding(
+    epsilon: float, target: float, alpha: float, d: int, m: int
+) -> CorrelatedNoise:
+    """The add/remove branch of :func:`cheapest_flooding` (its docstring)."""
+
+    def real(noise: CorrelatedNoise) -> float:
+        try:
+            return add_remove_delta(epsilon, noise, domain_size=d, min_honest=m)
+        except CertificateTooLargeError:
+            return math.inf  # noise this spread is past what the certificate holds
+
+    def proxy_kernel(noise: CorrelatedNoise) -> float:
+        return _single_bin_delta(epsilon, noise)
+
+    # Fast path: the single-bin proxy's cheapest flooding, when the user's own shares
+    # cost little (m large against d), passes as it is.
+    fast = _cheapest_for(proxy_kernel, epsilon, target, alpha, 1e-3)
+    smallest_seen = math.inf
+    if fast is not None:
+        value = real(fast)
+        if value <= target:
+            return fast
+        smallest_seen = value
+        try:
+            charged = add_remove_loss(fast, d, m).charges()
+        except CertificateTooLargeError:
+            charged = 0.0
+        if charged >= target / 2.0:
+            raise InvalidParameterError(
+                f"delta={target:g} is too close to what the add/remove certificate charges "
+                f"whatever the noise at domain_size={d}: about {charged:.3g} for the rounding "
+                "of composing every bin and the mass its windows leave out; ask for a "
+                "larger delta"
+            )
+    best: tuple[float, CorrelatedNoise] | None = None
+
+    def walk(q: float, need: float, factor: float, failing: float = 0.0) -> None:
+        """From r = ``need`` up by ``factor`` until δ passes or rises; then 3 bisections.
+
+        ``failing``: an r below ``need`` known to fail (the bisection's lower end).
+        """
+        nonlocal best, smallest_seen
+        r, previous = need, math.inf
+        passed: float | None = None
+        for _ in range(_ADD_REMOVE_STEPS):
+            if best is not None and r * q / (1.0 - q) >= best[0]:
+                return  # dearer than what already passed
+            value = real(CorrelatedNoise(alpha, r, q))
+            smallest_seen = min(smallest_seen, value)
+            if value <= target:
+                passed = r
+                break
+            if value > previous:
+                return
+            failing, previous, r = r, value, r * factor
+        if passed is None:
+            return
+        lo, hi = failing, passed
+        for _ in range(3 if lo > 0.0 else 0):
+            mid = 0.5 * (lo + hi)
+            if real(CorrelatedNoise(alpha, mid, q)) <= target:
+                hi = mid
+            else:
+                lo = mid
+        noise = CorrelatedNoise(alpha, hi, q)
+        if best is None or noise.flood_mean < best[0]:
+            best = (noise.flood_mean, noise)
+
+    if fast is not None:
+        # The proxy's own q first, in small steps from its r.
+        walk(fast.flood_q, fast.flood_r * _ADD_REMOVE_FINE, _ADD_REMOVE_FINE, fast.flood_r)
+    for spread in _ADD_REMOVE_SPREADS:
+        q = 1.0 - spread
+
+        def proxy_at(r: float, q: float = q) -> float:
+            if r * q / (1.0 - q) > MAX_FLOOD_MEAN:
+                return math.inf
+            return proxy_kernel(CorrelatedNoise(alpha, r, q))
+
+        start = math.log((1.0 - alpha) / target) / -math.log1p(-q)
+        need = _smallest_flooding_shape(proxy_at, target, start, 1e-2)
+        if need is not None:
+            walk(q, need, _ADD_REMOVE_FACTOR)
+    if best is not None:
+        return best[1]
     raise InvalidParameterError(
         f"no flooding certifies ({epsilon:g}, {target:g}) under add/remove with alpha={alpha:g} "
-        f"at min_honest={m} and domain_size={d}: the absent user's own noise shares, in "
-        "every bin, stay visible; raise min_honest (or use replacement)"
+        f"at min_honest={m} and domain_size={d}: the smallest delta the search reached was "
+        f"{smallest_seen:.3g} (the absent user's own noise shares, in every bin, stay "
+        "visible, or the view reveals the user where a bin holds no flooding); raise "
+        "min_honest, allow a larger slack, or use replacement"
     )
 
 

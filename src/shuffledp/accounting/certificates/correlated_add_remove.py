@@ -65,13 +65,30 @@ from shuffledp.accounting.certificates.correlated_noise import (
 )
 from shuffledp.accounting.numerics.loss_grid import GridLoss, grid_loss
 
-__all__ = ["AddRemoveLoss", "add_remove_delta", "add_remove_loss", "bin_laws"]
+__all__ = [
+    "MAX_CELLS",
+    "AddRemoveLoss",
+    "CertificateTooLargeError",
+    "add_remove_delta",
+    "add_remove_loss",
+    "bin_laws",
+]
 
 FloatArray = NDArray[np.float64]
 
 _UNIT_ROUNDOFF = 2.0**-53
 #: Rows of the band law built at once (bounds the temporary Toeplitz block).
 _ROWS = 1 << 13
+#: The most cells (rows × band) one bin's law may take: about 100 bytes each at the
+#: peak, so about 1.5 GB. Beyond it (α near 1, or a flooding mean of 1e5 and more) the
+#: certificate is refused rather than run out of memory.
+MAX_CELLS = 15_000_000
+#: Grid step of the value bin's atoms (kept in the cache: connect the dots, second order).
+_VALUE_STEP = 1e-4
+
+
+class CertificateTooLargeError(InvalidParameterError):
+    """The add/remove certificate of this noise would not fit in memory (:data:`MAX_CELLS`)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +148,14 @@ def bin_laws(
     """
     depth = negative_binomial_tail_point(fraction, noise.alpha, tail)
     window = negative_binomial_tail_point(fraction * noise.flood_r, noise.flood_q, tail)
+    cells = (window + depth + 2) * (2 * depth + 3)
+    if cells > MAX_CELLS:
+        raise CertificateTooLargeError(
+            f"the add/remove certificate of this noise (alpha={noise.alpha:.6g}, flooding "
+            f"mean {noise.flood_mean:.4g} per bin) would sum {cells:,} cells per bin, above "
+            f"the {MAX_CELLS:,} it holds in memory (about 100 bytes each); use a smaller "
+            "flooding or a smaller alpha (a larger epsilon), or replacement"
+        )
     beta = fraction - 1.0 / min_honest
     without = _band_law(beta, noise.alpha, beta * noise.flood_r, noise.flood_q, depth, window, tail)
     with_user = _band_law(
@@ -206,6 +231,14 @@ class AddRemoveLoss:
         """The untouched bins' grid step."""
         return self.add.untouched.h
 
+    def charges(self) -> float:
+        """What every δ this loss gives carries whatever ε: rounding and windows' mass."""
+        rounding = (
+            max(self.add.untouched.allowance(), self.remove.untouched.allowance())
+            * (1.0 - self.rel_error) ** -self.bins
+        )
+        return rounding + self.bins * self.missing
+
     def delta(self, epsilon: float) -> float:
         """δ(ε), both directions (module docstring), on the safe side of every rounding."""
         d = self.bins
@@ -229,8 +262,9 @@ def _direction(
     if h is None:
         h = _grid_step(values_o, masses_o)
         if rounding == "down" and bins > 2:
-            # Flooring adds up to h per untouched bin: a finer grid keeps the lower bound close.
-            h = max(1e-7, h / math.sqrt(bins - 1))
+            # Flooring adds up to h per untouched bin: a finer grid keeps the lower bound
+            # close (up to 16 times finer: the grids stay small at any d).
+            h = max(1e-7, h / min(math.sqrt(bins - 1), 16.0))
     value_error = 2.5 * rel_error + 4.0 * _UNIT_ROUNDOFF * (1.0 + max(largest_o, largest_x))
     if bins == 1:
         composed = GridLoss(h, 0, np.ones(1), 0.0, rounding)
@@ -244,12 +278,24 @@ def _direction(
             value_error=value_error,
         )
         composed = grid_o.self_compose(bins - 1)
-    shifted = values_x + value_error if rounding == "up" else values_x - value_error
-    direction = _Direction(shifted, masses_x, infinite_x, composed)
+    # The value bin's atoms on a fine grid (connect the dots: on the same side as the
+    # rest), so that a cached loss holds thousands of atoms, not one per cell.
+    value_grid = grid_loss(
+        values_x,
+        masses_x,
+        infinite=infinite_x,
+        h=min(h, _VALUE_STEP),
+        rounding=rounding,
+        value_error=value_error,
+    )
+    keep = value_grid.pmf > 0.0
+    direction = _Direction(
+        value_grid.values[keep], value_grid.pmf[keep], value_grid.infinite, composed
+    )
     return direction, max(len(values_o), len(values_x))
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=8)
 def add_remove_loss(
     noise: CorrelatedNoise,
     domain_size: int,
