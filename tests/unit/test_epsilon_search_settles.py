@@ -323,3 +323,131 @@ def test_smallest_passing_integer_finds_every_threshold_by_brute_force():
     with pytest.raises(ValueError, match="no integer from 0 up to 100 passes"):
         smallest_passing_integer(lambda n: n >= 101, limit=100)
     assert smallest_passing_integer(lambda n: n >= 100, limit=100) == 100
+
+
+# -- the few-evaluation settle, and how tight the answers are ---------------------------------
+
+
+def _curve(steepness: float, wobble: float, frequency: float):
+    """A smooth, steep δ(ε) with a certificate's wobble in its last digits, and its calls."""
+    calls: list[float] = []
+
+    def public(eps: float) -> float:
+        calls.append(eps)
+        return math.exp(-steepness * eps) * (1.0 + wobble * math.sin(frequency * eps))
+
+    return public, calls
+
+
+@pytest.mark.parametrize("round_down", [False, True])
+def test_settle_crossing_brackets_the_crossing_between_evaluated_points(round_down):
+    from shuffledp.accounting.numerics.search import settle_crossing
+
+    rng = np.random.default_rng(17)
+    precision = 1e-6
+    for _ in range(400):
+        steepness = float(10 ** rng.uniform(-1, 3))
+        wobble = float(10 ** rng.uniform(-9, -4)) * float(rng.integers(0, 2))
+        public, calls = _curve(steepness, wobble, float(10 ** rng.uniform(3, 9)))
+        target = float(10 ** rng.uniform(-12, -2))
+        crossing = math.log(1.0 / target) / steepness
+        if crossing > 40.0:
+            continue
+        start = crossing * math.exp(rng.normal(0.0, 10 ** rng.uniform(-6, -1)))
+        slope = -steepness * crossing * math.exp(rng.normal(0.0, 0.05))
+        given = slope if rng.random() < 0.8 else None
+        eps, value = settle_crossing(
+            public, target, start, 50.0, precision=precision, slope=given, round_down=round_down
+        )
+        evaluated = {e: public(e) for e in list(calls)}  # the same values, evaluated again
+        assert evaluated[eps] == value  # the point returned was evaluated, with this δ
+        if round_down:
+            assert value > target
+            partner = [
+                e for e, v in evaluated.items() if eps < e <= eps * (1 + precision) and v <= target
+            ]
+        else:
+            assert value <= target
+            partner = [
+                e for e, v in evaluated.items() if eps / (1 + precision) <= e < eps and v > target
+            ]
+        assert partner  # and one within the precision on the other side
+
+
+def test_settle_crossing_needs_two_or_three_evaluations_with_a_good_start():
+    from shuffledp.accounting.numerics.search import settle_crossing
+
+    counts = []
+    for steepness in (5.0, 40.0, 400.0):
+        for offset in (-3e-5, -1e-6, 2e-7, 4e-6, 2e-4):
+            public, calls = _curve(steepness, 0.0, 1.0)
+            crossing = math.log(1e8) / steepness
+            settle_crossing(
+                public,
+                1e-8,
+                crossing * (1 + offset),
+                50.0,
+                precision=1e-6,
+                slope=-steepness * crossing * 1.02,
+            )
+            counts.append(len(set(calls)))
+    # settle_epsilon's growing steps took 4 to 8 here; the predictions need 2 to 4.
+    assert max(counts) <= 4 and sum(counts) <= 3 * len(counts)
+
+
+def test_settle_crossing_reports_a_failure_and_a_bound_that_says_nothing():
+    from shuffledp._validation import InvalidParameterError
+    from shuffledp.accounting.numerics.search import settle_crossing
+
+    with pytest.raises(InvalidParameterError, match="no epsilon up to 2 reaches"):
+        settle_crossing(lambda e: 1.0, 1e-6, 1.0, 2.0)
+    # A lower bound at or below the target down to ε → 0: a passing point comes back.
+    eps, value = settle_crossing(lambda e: 1e-9, 1e-6, 1.0, 2.0, round_down=True)
+    assert value <= 1e-6 and eps < 1e-6
+
+
+_TIGHT = [
+    ("vr2024", {"n": 1000, "mechanism": "generic", "epsilon0": 4.0}, 1e-10),
+    ("vr2024", {"n": 50_000, "mechanism": "generic", "epsilon0": 0.7}, 1e-7),
+    ("vr2024", {"n": 3_000_000, "mechanism": "generic", "epsilon0": 2.0}, 1e-6),
+    ("fmt2021-numeric", {"n": 200_000, "mechanism": "generic", "epsilon0": 1.0}, 1e-9),
+    ("krr-blanket", {"n": 20_000, "mechanism": "krr", "epsilon0": 2.0, "k": 5}, 1e-6),
+    ("krr-two-count", {"n": 300_000, "mechanism": "krr", "epsilon0": 1.0, "k": 8}, 1e-8),
+]
+
+
+@pytest.mark.parametrize(("method", "params", "target"), _TIGHT)
+def test_the_settled_epsilon_is_the_public_crossing_to_a_millionth(method, params, target):
+    # Just below (above, for a lower bound) the reported ε, by more than the precision,
+    # the public δ is on the other side of the target: the answer is no looser than that.
+    row = amplified_epsilon(target, method=method, **params)
+    assert row.epsilon is not None and row.delta is not None
+    assert row.delta == delta(row.epsilon, method=method, **params).delta
+    if method == "krr-two-count":  # a lower bound: δ above the target, at most at ε(1 + 1e-6)
+        assert row.delta > target
+        assert delta(row.epsilon * (1 + 1.001e-6), method=method, **params).delta <= target
+    else:
+        assert row.delta <= target
+        assert delta(row.epsilon / (1 + 1.001e-6), method=method, **params).delta > target
+
+
+@pytest.mark.parametrize(
+    ("n", "epsilon", "target"), [(10_000, 1.0, 1e-6), (2_000_000, 0.1, 1e-8), (300, 2.0, 1e-3)]
+)
+def test_a_generic_calibration_is_the_largest_epsilon0_to_its_precision(n, epsilon, target):
+    found = calibrate(epsilon, target, n=n)
+    assert found.parameter == "epsilon0" and found.value < 20.0
+    assert delta(epsilon, n=n, epsilon0=found.value).delta <= target
+    assert delta(epsilon, n=n, epsilon0=found.value * (1 + 1.001e-5)).delta > target
+
+
+def test_the_gaussian_guess_lands_near_the_answer_where_it_applies():
+    from shuffledp.accounting.numerics.gaussian_guess import gaussian_epsilon_guess
+
+    for n, epsilon0, target in ((10**6, 0.5, 1e-6), (10**5, 1.0, 1e-8), (3 * 10**7, 2.0, 1e-10)):
+        guess = gaussian_epsilon_guess(vr_generic_pair(epsilon0, n), target)
+        row = amplified_epsilon(target, n=n, epsilon0=epsilon0, method="vr2024")
+        assert guess is not None and row.epsilon is not None
+        assert abs(guess[0] / row.epsilon - 1.0) < 1e-3 and guess[1] < 0.0
+    # Too few blanket messages for a Gaussian: no guess (the search starts elsewhere).
+    assert gaussian_epsilon_guess(vr_generic_pair(4.0, 1000), 1e-10) is None

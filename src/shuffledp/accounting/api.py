@@ -17,10 +17,11 @@ Group: the questions users ask (``api``, ``methods``, ``calibration``,
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from scipy.optimize import brentq
 
@@ -32,7 +33,14 @@ from shuffledp.accounting.calibration import (
     settle_largest,
 )
 from shuffledp.accounting.methods import BEST, METHODS, Mechanism, Method, methods_for
-from shuffledp.accounting.numerics.search import smallest_passing_integer
+from shuffledp.accounting.numerics.gaussian_guess import (
+    gaussian_delta_guess,
+    gaussian_epsilon_guess,
+    gaussian_guess_is_sharp,
+)
+from shuffledp.accounting.numerics.search import settle_crossing, smallest_passing_integer
+from shuffledp.accounting.numerics.symmetric_memo import kept_values
+from shuffledp.accounting.published.generic_bounds import Bound
 from shuffledp.privacy import BoundKind
 
 __all__ = [
@@ -169,9 +177,12 @@ def _result(
     )
 
 
-def _delta_for(method: Method, mech: Mechanism, epsilon: float) -> AccountingResult:
-    # The public δ(ε): sums refined in full (no deciding target).
-    value = method.evaluate(epsilon, mech)
+def _delta_for(
+    method: Method, mech: Mechanism, epsilon: float, value: Bound | None = None
+) -> AccountingResult:
+    # The public δ(ε): sums refined in full (no deciding target); ``value`` when known.
+    if value is None:
+        value = method.evaluate(epsilon, mech)
     if math.isnan(value.value):
         return _result(method, mech, epsilon, None, False, value.reason)
     return _result(method, mech, epsilon, value.value, value.certified, value.reason)
@@ -202,6 +213,8 @@ def _solve_epsilon(
     round_down: bool,
     start: float = 1.0,
     precision: float = 1e-5,
+    seen: dict[float, float] | None = None,
+    estimate: bool = False,
 ) -> float:
     """Return the ε where a non-increasing δ(ε) crosses ``target``, on the safe side.
 
@@ -211,9 +224,12 @@ def _solve_epsilon(
     any target, so targets down to the smallest double work), then bisects to
     a relative ``precision`` and returns a point whose δ was evaluated: at most the
     target (``round_down=False``, for upper bounds on δ; never above eps_max)
-    or above it (``round_down=True``, for lower bounds).
+    or above it (``round_down=True``, for lower bounds). ``seen``, when given,
+    collects every (ε, δ) evaluated. With ``estimate``, Brent's estimate of the
+    crossing is returned as it is (to about ``precision``, on either side): a
+    proposal for a search that settles elsewhere.
     """
-    memo: dict[float, float] = {}
+    memo: dict[float, float] = {} if seen is None else seen
 
     def delta_at(eps: float) -> float:
         if eps not in memo:
@@ -223,19 +239,37 @@ def _solve_epsilon(
     def passes(eps: float) -> bool:
         return delta_at(eps) <= target
 
+    def line_root(side: list[float]) -> float | None:
+        # Where the line through the last two of these points (ln ε, ln δ) meets the
+        # target (for an estimate only: the bracketing steps then jump there).
+        if not estimate or len(side) < 2:
+            return None
+        e1, e2 = side[-2], side[-1]
+        v1, v2 = memo[e1], memo[e2]
+        if not (0.0 < v1 < math.inf and 0.0 < v2 < math.inf) or v1 == v2 or e1 == e2:
+            return None
+        slope = math.log(v2 / v1) / math.log(e2 / e1)
+        jump = math.log(target / v2) / slope if slope < 0.0 else math.inf
+        return e2 * math.exp(jump) if abs(jump) < 5.0 else None
+
     hi = min(max(start, 1e-9), eps_max)
     if passes(hi):
-        lo = hi / 2.0
+        lo, passing = hi / 2.0, [hi]
         while passes(lo):
-            hi, lo = lo, lo / 2.0
+            passing.append(lo)
+            root = line_root(passing)
+            hi, lo = lo, lo / 2.0 if root is None else min(lo / 1.02, root / 1.05)
             if lo < 1e-12:
                 return lo if round_down else hi
     else:
-        lo, growth = hi, 1.02
+        lo, growth, failing = hi, 1.02, [hi]
         while True:
-            hi = min(eps_max, growth * lo)
+            root = line_root(failing)
+            step = growth * lo if root is None else max(lo * 1.02, root * 1.05)
+            hi = min(eps_max, step)
             if passes(hi):
                 break
+            failing.append(hi)
             if hi >= eps_max:
                 raise InvalidParameterError(
                     f"no epsilon up to {eps_max:g} reaches delta={target:g}"
@@ -243,6 +277,26 @@ def _solve_epsilon(
             lo, growth = hi, min(2.0, growth * growth)
     # Invariant from here: δ(lo) > target >= δ(hi), lo < hi <= eps_max.
     log_target = math.log(target)
+    if estimate:
+        # A passing end with δ = 0 (ε₀, say) gives Brent nothing to interpolate: first
+        # find a passing point with δ > 0, along the line through the two nearest
+        # failing points, or nine tenths of the way to the passing end when that line
+        # meets the target beyond it.
+        for _ in range(8):
+            if delta_at(hi) > 0.0:
+                break
+            above = [(e, v) for e, v in sorted(memo.items()) if e <= lo and target < v < math.inf]
+            if len(above) < 2:
+                break
+            (e1, v1), (e2, v2) = above[-2:]
+            slope = math.log(v2 / v1) / math.log(e2 / e1)
+            jump = (log_target - math.log(v2)) / slope if slope < 0.0 else math.inf
+            inside = math.log(lo / e2) < jump < math.log(hi / e2)
+            point = e2 * math.exp(jump) if inside else lo * (hi / lo) ** 0.9
+            if passes(point):
+                hi = point
+            else:
+                lo = point
 
     def gap(eps: float) -> float:
         value = delta_at(eps)
@@ -252,6 +306,8 @@ def _solve_epsilon(
         root = brentq(gap, lo, hi, xtol=1e-14, rtol=precision / 5.0, maxiter=100)
     except (ValueError, RuntimeError):  # pragma: no cover - the bisection below still works
         root = math.sqrt(lo * hi)
+    if estimate:
+        return float(root)
     for candidate in (root * (1.0 + 0.4 * precision), root * (1.0 + 10.0 * precision)):
         if lo < candidate < hi and passes(candidate):
             hi = candidate
@@ -269,17 +325,42 @@ def _solve_epsilon(
     return lo if round_down else hi
 
 
-def _public_delta(method: Method, mech: Mechanism) -> Callable[[float], float]:
-    """The δ(ε) that :func:`delta` reports for this method (no target: sums refined in full)."""
+class _PublicDelta:
+    """The public δ(ε) of one method for one mechanism, each ε evaluated once.
 
-    def value(eps: float) -> float:
-        return method.evaluate(eps, mech).value
+    What :func:`delta` reports (sums refined in full, no deciding target);
+    calling it again at an ε already asked hands back the same :class:`Bound`.
+    """
 
-    return value
+    def __init__(self, method: Method, mech: Mechanism) -> None:
+        self.method = method
+        self.mech = mech
+        self.bounds: dict[float, Bound] = {}
+
+    def bound(self, epsilon: float) -> Bound:
+        """The method's :class:`Bound` at ``epsilon``."""
+        found = self.bounds.get(epsilon)
+        if found is None:
+            found = self.bounds[epsilon] = self.method.evaluate(epsilon, self.mech)
+        return found
+
+    def __call__(self, epsilon: float) -> float:
+        return self.bound(epsilon).value
 
 
 #: Relative precision of ε(δ): the reported ε is at most this far above the crossing.
 _EPSILON_PRECISION = 1e-6
+#: Relative precision of the cheap search that proposes where the public δ crosses:
+#: finer than the distance between the two crossings (the cheap sums' tolerance
+#: divided by the slope of ln δ in ln ε), so no closer than needed.
+_PROPOSAL_PRECISION = 1e-4
+#: Relative precision of a hint's ε: a starting point only.
+_HINT_PRECISION = 1e-3
+#: Span in ln ε over which a cheap δ's slope is read: wide enough that its own last
+#: digits (a looser sum, refined differently at each ε) do not move the slope.
+_SLOPE_SPAN = 0.02
+#: ... or across points whose ln δ differ by this much (far more than those digits).
+_SLOPE_RISE = 0.05
 
 
 def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingResult:
@@ -287,23 +368,38 @@ def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingRe
 
     Upper bounds and reproductions: the smallest ε found (to a relative 1e-6)
     at which the method's own δ(ε), as :func:`delta` reports it, is at most the
-    target; the row's δ is that value. A cheaper mode (deciding sums, a curve
-    built near the answer) only proposes the candidate: the answer is settled
-    on the public δ (:func:`shuffledp.accounting.calibration.settle_epsilon`).
-    Lower bounds: the largest ε found at which the lower bound still exceeds
-    the target (so the true ε(δ) is above it); the row's δ is the lower bound there.
+    target; the row's δ is that value. Lower bounds: the largest ε found (to
+    a relative 1e-6) at which the lower bound, as :func:`delta` reports it,
+    still exceeds the target (so the true ε(δ) is above it); the row's δ is
+    the lower bound there.
+
+    Where the public δ is cheap (closed forms, FLIP), the search bisects it
+    directly. Where it is a sum refined to six digits, a cheaper function
+    proposes the crossing first — the deciding mode (a looser certified sum)
+    or a certified δ(·) curve built near the answer — and the answer is
+    settled on the public δ in a few evaluations
+    (:func:`shuffledp.accounting.numerics.search.settle_crossing`). Inside one
+    question each public value is computed once and the symmetric binomial's
+    tails are kept (:func:`~shuffledp.accounting.numerics.symmetric_memo.kept_values`:
+    the very same numbers, computed once).
     """
+    with kept_values():
+        return _settled_epsilon(method, mech, target)
+
+
+def _settled_epsilon(method: Method, mech: Mechanism, target: float) -> AccountingResult:
     eps_max = 50.0
     if mech.epsilon0 is not None and method.bound is not BoundKind.REPRODUCTION:
         # Method.evaluate gives δ = 0 at ε ≥ ε₀ for upper and lower bounds alike:
         # an upper bound's ε(δ) never exceeds ε₀, and ε₀ is the truth when nothing
         # smaller reaches δ.
         eps_max = min(eps_max, mech.epsilon0)
-    probe = method.evaluate(eps_max, mech)
+    public = _PublicDelta(method, mech)
+    probe = public.bound(eps_max)
     if not math.isnan(probe.value) and method.bound is BoundKind.LOWER:
         # At ε ≥ ε₀ every lower bound is 0 whatever its range: its range shows below ε₀.
         # (A value above the target there is no failure: it says ε(δ) > ε₀/2.)
-        inside = method.evaluate(eps_max / 2.0, mech)
+        inside = public.bound(eps_max / 2.0)
         if math.isnan(inside.value):
             probe = inside
     if math.isnan(probe.value):
@@ -317,98 +413,237 @@ def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingRe
             False,
             f"no epsilon up to {eps_max:g} reaches delta={target:g}",
         )
-    public = _public_delta(method, mech)
-    start: float | None = None
-    if method.hint is not None:
-        # A cheap bound near this one brackets the crossing tightly; any number
-        # it produced will do as a starting point.
-        hinted = _epsilon_for(METHODS[method.hint], mech, target)
-        start = hinted.epsilon
-    deciding = lambda e: method.evaluate(e, mech, target=target).value  # noqa: E731
-    if start is None:
-        start = 1.0
-        if method.curve_fn is not None and method.bound is BoundKind.UPPER:
-            # No hint: a coarse search (refinement stops once each comparison
-            # is decided) tells where to build the curve.
-            start = _solve_epsilon(
-                deciding, target, eps_max, round_down=False, start=start, precision=0.05
+    lower = method.bound is BoundKind.LOWER
+    start = _start(method, mech, target)
+    if method.deciding_fn is None and method.curve_fn is None:
+        # A cheap public δ: bisect it directly.
+        eps = _solve_epsilon(
+            public,
+            target,
+            eps_max,
+            round_down=lower,
+            start=1.0 if start is None else start.epsilon,
+            precision=_EPSILON_PRECISION,
+        )
+        if not lower:
+            eps, _ = settle_epsilon(public, target, eps, eps_max, precision=_EPSILON_PRECISION)
+    else:
+        candidate, slope = _proposal(method, mech, target, eps_max, start)
+        # Half a bracket beyond the proposal, on the side to be returned: if the
+        # proposal is the crossing, the next evaluation (its partner) ends the search.
+        aim = math.sqrt(1.0 + _EPSILON_PRECISION)
+        try:
+            eps, _ = settle_crossing(
+                public,
+                target,
+                candidate / aim if lower else min(candidate * aim, eps_max),
+                eps_max,
+                precision=_EPSILON_PRECISION,
+                slope=slope,
+                round_down=lower,
             )
-    candidate: float | None = None
+        except InvalidParameterError as exc:  # pragma: no cover - δ(eps_max) passed above
+            return _result(method, mech, None, None, False, str(exc))
+    value = public.bound(eps)
+    if math.isnan(value.value):  # pragma: no cover - the searches return an evaluated ε
+        return _result(method, mech, None, None, False, value.reason)
+    if lower and not value.value > target:
+        # The lower bound is at most the target down to ε → 0: it says only ε ≥ 0.
+        return _result(
+            method,
+            mech,
+            None,
+            None,
+            False,
+            f"this lower bound stays at or below delta={target:g} for every epsilon > 0; "
+            "it says nothing about epsilon here",
+        )
+    return _result(method, mech, eps, value.value, value.certified, value.reason)
+
+
+class _Start(NamedTuple):
+    """Where a search for ε(δ) starts.
+
+    Attributes:
+        epsilon: The starting ε.
+        slope: d ln δ/d ln ε there, if known.
+        sharp: Whether it is the Gaussian approximation of the method's own
+            pair where that lands within 2e-5 of the answer (no deciding sum
+            places it better).
+    """
+
+    epsilon: float
     slope: float | None = None
-    if method.curve_fn is not None and method.bound is BoundKind.UPPER:
-        # Build the sum's blocks once near the answer and read ε off that curve
-        # (certified at every ε); rebuild where it crossed until the two agree.
+    sharp: bool = False
+
+
+def _start(method: Method, mech: Mechanism, target: float) -> _Start | None:
+    """Where a search for the method's ε(δ) starts, and d ln δ/d ln ε there if known.
+
+    The method's own guess (an approximation with no guarantee), else its
+    hint's (a cheap bound near it): the hint's guess, or where the hint's
+    deciding mode (or δ) crosses the target to a relative 1e-3. Only a starting
+    point: ``None`` when there is none.
+    """
+    for source in (method, None if method.hint is None else METHODS[method.hint]):
+        if source is not None and source.guess_pair is not None:
+            try:
+                pair = source.guess_pair(mech)
+            except InvalidParameterError:
+                continue
+            guess = gaussian_epsilon_guess(pair, target)
+            if guess is not None:
+                # Sharp only for a bound that is the pair's own δ (not a mixture near it).
+                own = source is method and method.curve_fn is None
+                return _Start(guess[0], guess[1], own and gaussian_guess_is_sharp(pair))
+    if method.hint is None:
+        return None
+    hinted = METHODS[method.hint]
+    eps_max = 50.0
+    if mech.epsilon0 is not None and hinted.bound is not BoundKind.REPRODUCTION:
+        eps_max = min(eps_max, mech.epsilon0)
+
+    def rough(eps: float) -> float:
+        value = hinted.evaluate(eps, mech, target=target).value
+        return math.inf if math.isnan(value) else value
+
+    if rough(eps_max) > target:
+        return None
+    try:
+        found = _solve_epsilon(
+            rough,
+            target,
+            eps_max,
+            round_down=hinted.bound is BoundKind.LOWER,
+            precision=_HINT_PRECISION,
+        )
+    except InvalidParameterError:  # pragma: no cover - rough(eps_max) passed
+        return None
+    return _Start(found)
+
+
+#: A guess whose deciding δ is within this (in ln δ) of the target is as near the
+#: public crossing as the deciding sum can tell (its tolerance is 0.2%).
+_TRUSTED_GAP = 2e-3
+
+
+def _proposal(
+    method: Method,
+    mech: Mechanism,
+    target: float,
+    eps_max: float,
+    start: _Start | None,
+) -> tuple[float, float | None]:
+    """Where a cheaper function than the public δ crosses the target, and its log-slope there.
+
+    A certified δ(·) curve built near the answer (rebuilt where it crossed until
+    the two agree) when the method has one; else its deciding mode (a looser
+    certified sum), searched from the start (a guess it agrees with is kept).
+    """
+    lower = method.bound is BoundKind.LOWER
+    seen: dict[float, float] = {}
+
+    def deciding(eps: float) -> float:
+        if eps not in seen:
+            value = method.evaluate(eps, mech, target=target).value
+            seen[eps] = math.inf if math.isnan(value) else value
+        return seen[eps]
+
+    guess, guess_slope = (None, None) if start is None else (start.epsilon, start.slope)
+    if method.curve_fn is not None and not lower:
+        if guess is None:
+            # No start: a coarse search (refinement stops once each comparison is
+            # decided) tells where to build the curve.
+            guess = _solve_epsilon(
+                deciding, target, eps_max, round_down=False, start=1.0, precision=0.05
+            )
         e0 = mech.epsilon0
         for _ in range(_CURVE_REBUILDS):
-            curve = method.curve_fn(start, mech)
+            curve = method.curve_fn(guess, mech)
 
             def on_curve(e: float, curve: Callable[[float], float] = curve) -> float:
                 return 0.0 if e0 is not None and e >= e0 else curve(e)
 
             if on_curve(eps_max) > target:
                 break
+            points: dict[float, float] = {}
             rough = _solve_epsilon(
-                on_curve, target, eps_max, round_down=False, start=start, precision=1e-3
+                on_curve,
+                target,
+                eps_max,
+                round_down=False,
+                start=guess,
+                precision=_PROPOSAL_PRECISION,
+                seen=points,
+                estimate=True,
             )
-            if abs(rough / start - 1.0) <= _CURVE_AGREEMENT:
-                candidate = _solve_epsilon(
-                    on_curve,
-                    target,
-                    eps_max,
-                    round_down=False,
-                    start=rough,
-                    precision=_EPSILON_PRECISION,
-                )
-                slope = _log_slope(on_curve, candidate)
-                break
-            start = rough
-    if method.bound is BoundKind.LOWER:
-        eps = _solve_epsilon(
-            public, target, eps_max, round_down=True, start=start, precision=_EPSILON_PRECISION
-        )
-        value = method.evaluate(eps, mech)
-        if math.isnan(value.value):
-            return _result(method, mech, None, None, False, value.reason)
-        if not value.value > target:
-            # The lower bound is at most the target down to ε → 0: it says only ε ≥ 0.
-            return _result(
-                method,
-                mech,
-                None,
-                None,
-                False,
-                f"this lower bound stays at or below delta={target:g} for every epsilon > 0; "
-                "it says nothing about epsilon here",
-            )
-        return _result(method, mech, eps, value.value, value.certified, value.reason)
-    if candidate is None:
-        # Without a deciding mode this is the public δ already (Method.evaluate).
-        candidate = _solve_epsilon(
+            if abs(rough / guess - 1.0) <= _CURVE_AGREEMENT:
+                # The curve is smooth: the nearest evaluated points give its slope.
+                return rough, _log_slope(points, rough, span=0.0)
+            guess = rough
+    if guess is not None:
+        guess = min(guess, eps_max)
+        if start is not None and start.sharp:
+            return guess, guess_slope  # the deciding sums cannot tell better
+        agreement = deciding(guess)
+        if 0.0 < agreement < math.inf and abs(math.log(agreement / target)) <= _TRUSTED_GAP:
+            return guess, guess_slope
+        candidate, _ = settle_crossing(
             deciding,
             target,
+            guess,
             eps_max,
-            round_down=False,
-            start=start,
-            precision=_EPSILON_PRECISION,
+            precision=_PROPOSAL_PRECISION,
+            slope=guess_slope,
+            round_down=lower,
         )
-    try:
-        eps, _ = settle_epsilon(
-            public, target, candidate, eps_max, precision=_EPSILON_PRECISION, slope=slope
-        )
-    except InvalidParameterError as exc:  # pragma: no cover - δ(eps_max) passed above
-        return _result(method, mech, None, None, False, str(exc))
-    value = method.evaluate(eps, mech)
-    if math.isnan(value.value):  # pragma: no cover - settle_epsilon returns a passing ε
-        return _result(method, mech, None, None, False, value.reason)
-    return _result(method, mech, eps, value.value, value.certified, value.reason)
+        return candidate, guess_slope or _log_slope(seen, candidate, span=_SLOPE_SPAN)
+    candidate = _solve_epsilon(
+        deciding,
+        target,
+        eps_max,
+        round_down=lower,
+        start=1.0,
+        precision=_PROPOSAL_PRECISION,
+        seen=seen,
+        estimate=True,
+    )
+    slope = _log_slope(seen, candidate, span=_SLOPE_SPAN)
+    if slope is None:
+        # A looser sum refined differently at each ε: its slope is read across 2%.
+        for side in (-1.0, 1.0):
+            point = candidate * math.exp(side * _SLOPE_SPAN)
+            if point <= eps_max:
+                deciding(point)
+        slope = _log_slope(seen, candidate, span=_SLOPE_SPAN)
+    return candidate, slope
 
 
-def _log_slope(curve: Callable[[float], float], eps: float) -> float | None:
-    """D ln δ / d ln ε of a cheap curve at ε (a central difference), or None."""
-    up, down = curve(eps * 1.001), curve(eps / 1.001)
-    if up <= 0.0 or down <= 0.0:
+def _log_slope(seen: dict[float, float], epsilon: float, *, span: float) -> float | None:
+    """The slope d ln δ / d ln ε near ``epsilon``, from evaluated points around it (< 0).
+
+    The secant through the nearest pair of points on either side of ``epsilon``
+    that lie at least ``span`` apart in ln ε or differ by at least 0.05 in ln δ
+    (far more than a looser sum's own last digits); with points on one side
+    only, through the nearest such pair there. ``None`` without one or for a
+    slope that is not negative.
+    """
+    points = sorted(
+        (math.log(e / epsilon), math.log(v)) for e, v in seen.items() if 0.0 < v < math.inf
+    )
+    below = [p for p in points if p[0] < 0.0][::-1]  # nearest first
+    above = [p for p in points if p[0] > 0.0]
+    pairs = [(a, b) for a in below for b in above] or list(itertools.pairwise(points))
+    usable = [
+        (b[0] - a[0], a, b)
+        for a, b in pairs
+        if b[0] - a[0] >= span or abs(b[1] - a[1]) >= _SLOPE_RISE
+    ]
+    if not usable:
         return None
-    return (math.log(up) - math.log(down)) / (2.0 * math.log(1.001))
+    _, (u0, g0), (u1, g1) = min(usable)
+    slope = (g1 - g0) / (u1 - u0)
+    return slope if slope < 0.0 else None
 
 
 def amplified_epsilon(
@@ -497,6 +732,92 @@ def _smallest_passing_count(passes: Callable[[int], bool], *, start: int = 0) ->
         ) from None
 
 
+#: Smallest local ε₀ the calibration considers.
+_EPSILON0_MIN = 1e-6
+#: Relative precision of a calibrated ε₀, and of the cheap search that proposes it.
+_EPSILON0_PRECISION = 1e-5
+_EPSILON0_PROPOSAL_PRECISION = 1e-4
+
+
+def _largest_epsilon0(
+    rough: Callable[[float], float],
+    public: Callable[[float], float],
+    gaussian: Callable[[float], float | None],
+    target: float,
+) -> float:
+    """The largest ε₀ in [1e-6, 20] (to a relative 1e-5) whose public δ is at most ``target``.
+
+    δ grows with ε₀, so the search runs on y = 1/ε₀ (δ falls with it) and ends
+    as :func:`_settled_epsilon` does: an evaluated ε₀ whose public δ passes,
+    with ε₀·(1 + 1e-5) evaluated and failing (or ε₀ = 20 passing). It starts
+    where the Gaussian approximation (``gaussian``: its δ at each ε₀, or None)
+    crosses the target, moved by the deciding sums (``rough``) when they
+    disagree with it by more than their tolerance.
+
+    Raises:
+        ValueError: If even ε₀ = 1e-6 fails.
+    """
+    if public(_EPSILON0_MIN) > target:
+        raise ValueError("no epsilon0 passes")
+    if public(_EPSILON0_MAX) <= target:
+        return _EPSILON0_MAX
+    y_min, y_max = 1.0 / _EPSILON0_MAX, 1.0 / _EPSILON0_MIN
+
+    def on_y(fn: Callable[[float], float]) -> Callable[[float], float]:
+        return lambda y: math.inf if y < y_min else fn(1.0 / y)
+
+    # The Gaussian approximation's crossing (bisection on ln ε₀), and its slope there.
+    guessed: float | None = None
+    lo, hi = _EPSILON0_MIN, _EPSILON0_MAX
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        value = gaussian(mid)
+        if value is not None and value <= target:
+            lo, guessed = mid, mid
+        else:
+            hi = mid
+        if hi / lo - 1.0 <= 1e-9:
+            break
+    slope: float | None = None
+    if guessed is not None:
+        ends = [gaussian(guessed * math.exp(side * 1e-3)) for side in (-1.0, 1.0)]
+        if all(v is not None and v > 0.0 for v in ends):
+            below, above = ends
+            assert below is not None and above is not None
+            # d ln δ / d ln y = − d ln δ / d ln ε₀.
+            slope = -(math.log(above) - math.log(below)) / 2e-3
+            slope = slope if slope < 0.0 else None
+    if guessed is None or slope is None:
+        found = largest_passing(
+            lambda e0: rough(e0) <= target,
+            _EPSILON0_MIN,
+            _EPSILON0_MAX,
+            tolerance=_EPSILON0_PROPOSAL_PRECISION,
+        )
+        candidate = 1.0 / found
+    else:
+        candidate = 1.0 / guessed
+        agreement = rough(guessed)
+        if not (0.0 < agreement < math.inf and abs(math.log(agreement / target)) <= _TRUSTED_GAP):
+            candidate, _ = settle_crossing(
+                on_y(rough),
+                target,
+                candidate,
+                y_max,
+                precision=_EPSILON0_PROPOSAL_PRECISION,
+                slope=slope,
+            )
+    y, _ = settle_crossing(
+        on_y(public),
+        target,
+        min(candidate * math.sqrt(1.0 + _EPSILON0_PRECISION), y_max),
+        y_max,
+        precision=_EPSILON0_PRECISION,
+        slope=slope,
+    )
+    return 1.0 / y
+
+
 def calibrate(
     epsilon: float,
     delta: float,
@@ -537,16 +858,24 @@ def calibrate(
         )
     _validate_fixed(kind, n, parameter, params)
 
+    publics: dict[Mechanism, Bound] = {}  # each public δ computed once
+
+    def public_bound(mech: Mechanism) -> Bound:
+        found = publics.get(mech)
+        if found is None:
+            found = publics[mech] = chosen.evaluate(epsilon, mech)
+        return found
+
     def certified_delta(mech: Mechanism, *, public: bool = False) -> float:
         # Only upper bounds inside their range pass (Method.evaluate turns a
         # method's range errors into NaN, which never passes). The search
         # compares in the deciding mode; the answer settles on the public δ.
-        value = chosen.evaluate(epsilon, mech, target=None if public else target)
+        value = public_bound(mech) if public else chosen.evaluate(epsilon, mech, target=target)
         return value.value if value.certified and not math.isnan(value.value) else math.inf
 
     def answer(parameter_name: str, value: float, mech: Mechanism) -> CalibrationResult:
         # The reported δ is the public one (what `delta` says for this mechanism).
-        result = _delta_for(chosen, mech, epsilon)
+        result = _delta_for(chosen, mech, epsilon, public_bound(mech))
         if not (result.certified and result.delta is not None and result.delta <= target):
             raise RuntimeError(  # pragma: no cover - the searches settle on this very value
                 f"internal error: calibrated {parameter_name}={value!r} gives {result.delta!r}"
@@ -564,11 +893,26 @@ def calibrate(
         def public_eps0(e0: float) -> bool:
             return certified_delta(mech_eps0(e0), public=True) <= target
 
+        def gaussian_eps0(e0: float) -> float | None:
+            assert chosen.guess_pair is not None
+            try:
+                return gaussian_delta_guess(chosen.guess_pair(mech_eps0(e0)), epsilon)
+            except InvalidParameterError:
+                return None
+
         try:
             # ε₀ to a relative 1e-5: finer changes nothing a user could measure,
             # and each step near the threshold needs the sum refined in full.
-            value = largest_passing(passes_eps0, 1e-6, _EPSILON0_MAX, tolerance=1e-5)
-            value = settle_largest(public_eps0, value, 1e-6, tolerance=1e-5)
+            if chosen.guess_pair is not None and chosen.curve_fn is None:
+                value = _largest_epsilon0(
+                    lambda e0: certified_delta(mech_eps0(e0)),
+                    lambda e0: certified_delta(mech_eps0(e0), public=True),
+                    gaussian_eps0,
+                    target,
+                )
+            else:
+                value = largest_passing(passes_eps0, 1e-6, _EPSILON0_MAX, tolerance=1e-5)
+                value = settle_largest(public_eps0, value, 1e-6, tolerance=1e-5)
         except InvalidParameterError:
             raise
         except ValueError:

@@ -40,9 +40,11 @@ from shuffledp.accounting.certificates.krr import (
     krr_delta_curve,
     krr_delta_homogeneous,
     krr_delta_two_count_marginal,
+    krr_probabilities,
+    krr_two_count_pair,
 )
 from shuffledp.accounting.certificates.poisson import poisson_delta, poisson_delta_curve
-from shuffledp.accounting.numerics.two_counts import two_count_delta
+from shuffledp.accounting.numerics.two_counts import TwoCountPair, two_count_delta
 from shuffledp.accounting.published.generic_bounds import (
     Bound,
     bbgn2019_bennett_delta,
@@ -170,12 +172,19 @@ class Method:
         hint: A cheaper method whose ε(δ) lies near this one's (used to
             start the search for ε).
         deciding_fn: δ(ε) given the target the caller compares it with: it may
-            stop refining once the comparison is decided (the value is still a
-            certified bound, only looser away from the target). Searches for ε
-            and calibrations use it; ``None`` when the method has no such mode.
+            stop refining once the comparison is decided, or refine less
+            throughout (the value is still a certified bound of the same kind,
+            only looser). Searches for ε and calibrations use it to propose an
+            answer that they then settle on the public δ; ``None`` when the
+            method has no such mode.
         curve_fn: A certified δ(·) curve built at one ε (the sum's blocks
             refined there and kept): a search for ε(δ) builds it once near the
             answer and reads ε off it. ``None`` when the method has none.
+        guess_pair: A two-count pair whose Gaussian approximation
+            (:mod:`shuffledp.accounting.numerics.gaussian_guess`) locates the
+            method's answers, with no guarantee: searches for ε and ε₀ start
+            there. Nothing reported depends on it, only the searches' time.
+            ``None`` when the method has none.
     """
 
     name: str
@@ -189,6 +198,7 @@ class Method:
     curve_fn: Callable[[float, Mechanism], Callable[[float], float]] | None = field(
         default=None, repr=False
     )
+    guess_pair: Callable[[Mechanism], TwoCountPair] | None = field(default=None, repr=False)
 
     def evaluate(
         self, epsilon: float, mechanism: Mechanism, *, target: float | None = None
@@ -314,6 +324,44 @@ def _krr_two_count(eps: float, m: Mechanism) -> Bound:
     return _ok(krr_delta_two_count_marginal(eps, _eps0(m), m.k, m.n))
 
 
+#: Tolerance of a pair's block sum in a deciding mode: the sum as it was reported
+#: before the six-digit one (issue 17), a few lines at any n, within 0.2% of the exact.
+_DECIDING_TOLERANCE = 2e-3
+
+
+def _rough_pair_delta(
+    pair: Callable[[Mechanism], TwoCountPair],
+) -> Callable[[float, Mechanism, float], Bound]:
+    """A two-count upper bound's deciding mode: its pair's block sum to 0.2%, still certified."""
+
+    def rough(eps: float, m: Mechanism, target: float) -> Bound:
+        return _ok(two_count_delta(pair(m), eps, tolerance=_DECIDING_TOLERANCE))
+
+    return rough
+
+
+def _krr_pair(m: Mechanism) -> TwoCountPair:
+    """The counts of x₀ and x₁ among the n − 1 others' uniform reports and the victim's.
+
+    krr-two-count's pair for k ≥ 3 (every other user on a third value); for
+    k = 2 the same law with no third value (w₀ = 0), which the blanket bound's
+    mixture averages around.
+    """
+    assert m.k is not None
+    if m.k >= 3:
+        return krr_two_count_pair(_eps0(m), m.k, m.n)
+    a, b = krr_probabilities(_eps0(m), m.k)
+    return TwoCountPair(blanket=m.n - 1, rate=min(1.0, 2.0 * b), w1=a, w2=b, w0=0.0)
+
+
+def _krr_two_count_rough(eps: float, m: Mechanism, target: float) -> Bound:
+    assert m.k is not None
+    if m.k < 3:
+        return Bound(math.nan, False, _NO_THIRD_VALUE)
+    pair = krr_two_count_pair(_eps0(m), m.k, m.n)
+    return _ok(two_count_delta(pair, eps, rounding="down", tolerance=_DECIDING_TOLERANCE))
+
+
 def _flip_lower(eps: float, m: Mechanism) -> Bound:
     # Without domain_size only datasets on two values are known to exist: use d = 2.
     value = flip_delta_lower_bound(eps, m.q or 0.0, m.fake_users or 0, m.n, m.domain_size or 2)
@@ -386,6 +434,8 @@ METHODS: dict[str, Method] = {
             "Feldman, McMillan & Talwar, FOCS 2021 (clones, numerical)",
             lambda e, m: _ok(two_count_delta(fmt2021_numeric_pair(_eps0(m), m.n), e)),
             "exact divergence of the clone pair, C ~ Bin(n-1, e^-eps0)",
+            deciding_fn=_rough_pair_delta(lambda m: fmt2021_numeric_pair(_eps0(m), m.n)),
+            guess_pair=lambda m: fmt2021_numeric_pair(_eps0(m), m.n),
         ),
         Method(
             "vr2024",
@@ -394,6 +444,8 @@ METHODS: dict[str, Method] = {
             "Wang et al., VLDB 2024 (variation-ratio reduction, generic parameters)",
             lambda e, m: _ok(two_count_delta(vr_generic_pair(_eps0(m), m.n), e)),
             "exact divergence, p = q = e^eps0, beta = tanh(eps0/2)",
+            deciding_fn=_rough_pair_delta(lambda m: vr_generic_pair(_eps0(m), m.n)),
+            guess_pair=lambda m: vr_generic_pair(_eps0(m), m.n),
         ),
         Method(
             "krr-blanket",
@@ -406,6 +458,7 @@ METHODS: dict[str, Method] = {
             hint="krr-two-count",
             deciding_fn=lambda e, m, t: _ok(krr_delta(e, _eps0(m), m.k or 2, m.n, target=t)),
             curve_fn=lambda e, m: krr_delta_curve(e, _eps0(m), m.k or 2, m.n),
+            guess_pair=_krr_pair,
         ),
         Method(
             "krr-homogeneous",
@@ -424,6 +477,8 @@ METHODS: dict[str, Method] = {
             " parameters",
             _krr_two_count,
             "published as an upper bound, but it is a marginal of the histogram",
+            deciding_fn=_krr_two_count_rough,
+            guess_pair=_krr_pair,
         ),
         Method(
             "krr-splits",

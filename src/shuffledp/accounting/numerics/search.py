@@ -18,6 +18,12 @@ evaluates the public δ at its candidate and moves the candidate to the safe
 side until the public δ passes (:func:`settle_epsilon`,
 :func:`settle_largest`, :func:`settle_smallest`). The reported pair then
 satisfies the package's own δ(ε) ≤ target exactly, with no tolerance.
+
+Where the public δ costs more than everything else in a search (a sum refined
+to six digits at millions of users), :func:`settle_crossing` returns the same
+kind of answer — an evaluated point that passes with an evaluated point that
+fails within the precision — in as few public evaluations as straight-line
+predictions in (ln ε, ln δ) allow: usually two or three.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from shuffledp._validation import InvalidParameterError
 __all__ = [
     "largest_passing",
     "largest_passing_below",
+    "settle_crossing",
     "settle_epsilon",
     "settle_largest",
     "settle_smallest",
@@ -283,6 +290,179 @@ def settle_epsilon(
                 f_hi /= 2.0
             side = -1
     return hi, value(hi)
+
+
+#: A secant through two points nearer than this many bracket widths is not trusted
+#: (their δ's own last digits could turn its slope around) unless their ln δ differ
+#: by at least _SECANT_RISE (far more than those digits).
+_SECANT_SPAN = 8.0
+_SECANT_RISE = 1e-4
+#: Farthest a prediction may jump from the point it starts from, in ln ε.
+_LONGEST_JUMP = 2.0
+#: Steps of :func:`settle_crossing` that may follow predictions; only bisection after them.
+_PREDICTED_STEPS = 40
+
+
+def settle_crossing(
+    delta_at: Callable[[float], float],
+    target: float,
+    epsilon: float,
+    epsilon_max: float,
+    *,
+    precision: float = 1e-6,
+    slope: float | None = None,
+    round_down: bool = False,
+) -> tuple[float, float]:
+    """Return (ε, δ(ε)) at the target's crossing, in few evaluations of a costly δ(ε).
+
+    What it returns is what :func:`settle_epsilon` returns: starting at a
+    search's candidate ``epsilon``, it brackets the crossing between two
+    evaluated points within a relative ``precision`` of each other, one on each
+    side of the target, and returns one of them with its δ. With
+    ``round_down=False`` (upper bounds) that is the upper end, whose δ is at
+    most the target; with ``round_down=True`` (lower bounds) the lower end,
+    whose δ exceeds the target (so the true ε(δ) lies above it). Only
+    evaluated points are returned and no monotonicity is assumed for safety.
+
+    What differs is how the points are chosen, for a δ whose evaluation costs
+    more than everything else (the public certificate of a sum refined to six
+    digits): each step predicts the crossing from a straight line in
+    (ln ε, ln δ) — through the evaluated point nearest the target, with the
+    slope of a secant through it and the next nearest point at least eight
+    bracket widths away or 1e-4 apart in ln δ (nearer ones are not trusted),
+    else the last such slope, else ``slope`` — and evaluates the end of a
+    bracket of width ``precision`` around the prediction that is still
+    missing: first the end to be returned (0.4 of a width beyond the
+    prediction, 0.2 after a secant's, and within one width of a known other
+    end), then its partner one width back. With good predictions that is two
+    evaluations after the candidate's. A prediction that misses twice in a
+    row, or none at all, gives way to growing steps (no bracket yet) or
+    bisection on ln ε.
+
+    Args:
+        delta_at: The δ(ε) to settle on (``inf`` or NaN where nothing is certified).
+        target: The δ to meet.
+        epsilon: The search's candidate (> 0).
+        epsilon_max: The largest ε to consider; δ(epsilon_max) must be at most the target.
+        precision: Relative width of the final bracket.
+        slope: d ln δ / d ln ε near the candidate (< 0), if known.
+        round_down: Return the lower end (δ above the target) instead of the upper one.
+
+    Raises:
+        InvalidParameterError: If no ε up to ``epsilon_max`` has δ at most the target.
+    """
+    memo: dict[float, float] = {}
+    log_target = math.log(target)
+
+    def value(eps: float) -> float:
+        if eps not in memo:
+            found = delta_at(eps)
+            memo[eps] = math.inf if math.isnan(found) else found
+        return memo[eps]
+
+    width = math.log1p(precision)
+    lo: float | None = None  # the largest point known to fail (δ above the target)
+    hi: float | None = None  # the smallest point known to pass
+    known_slope = slope if slope is not None and slope < 0.0 else None
+
+    def visit(eps: float) -> bool:
+        nonlocal lo, hi
+        passed = value(eps) <= target
+        if passed and (hi is None or eps < hi):
+            hi = eps
+        if not passed and (lo is None or eps > lo):
+            lo = eps
+        return passed
+
+    def predict() -> tuple[float, bool] | None:
+        """Where (in ln ε) the line through the point nearest the target meets it.
+
+        And whether the line's slope is a secant through this δ's own points
+        (a sharp prediction) rather than ``slope`` (a rough one).
+        """
+        nonlocal known_slope
+        usable = sorted(
+            (
+                (math.log(e), math.log(v) - log_target)
+                for e, v in memo.items()
+                if 0.0 < v < math.inf
+            ),
+            key=lambda point: abs(point[1]),
+        )
+        if not usable:
+            return None
+        u0, g0 = usable[0]
+        sharp = False
+        for u1, g1 in usable[1:]:
+            if abs(u1 - u0) >= _SECANT_SPAN * width or abs(g1 - g0) >= _SECANT_RISE:
+                secant = (g1 - g0) / (u1 - u0)
+                if secant < 0.0:
+                    known_slope, sharp = secant, True
+                break
+        if known_slope is None:
+            return None
+        return u0 + max(-_LONGEST_JUMP, min(_LONGEST_JUMP, -g0 / known_slope)), sharp
+
+    def aim() -> tuple[float, bool] | None:
+        """The next point a prediction asks for, and whether it should pass."""
+        predicted = predict()
+        if predicted is None:
+            return None
+        root, sharp = predicted
+        keep = lo if round_down else hi
+        inside = width * (1.0 - 1e-6)  # just inside one bracket width
+        # The end to return is in place once it lies within 3/4 of a width beyond the
+        # prediction (its partner, one width back, then falls on the other side).
+        # Otherwise it is aimed 0.4 of a width beyond the prediction (0.2 after a sharp
+        # prediction: the answer then lies nearer the crossing); when the
+        # prediction lies within a width of the known other end, no farther than one
+        # width from that end, so that, if it lands on its side, the bracket is closed.
+        beyond = width / 5.0 if sharp else 0.4 * width
+        if not round_down and (keep is None or math.log(keep) > root + 0.75 * width):
+            wanted, should_pass = root + beyond, True
+            if lo is not None and root <= math.log(lo) + width:
+                wanted = min(wanted, math.log(lo) + inside)
+        elif round_down and (keep is None or math.log(keep) < root - 0.75 * width):
+            wanted, should_pass = root - beyond, False
+            if hi is not None and root >= math.log(hi) - width:
+                wanted = max(wanted, math.log(hi) - inside)
+        else:  # the end to return is in place: its partner
+            assert keep is not None
+            wanted = math.log(keep) + (inside if round_down else -inside)
+            should_pass = round_down
+        point = min(math.exp(wanted), epsilon_max)
+        if (lo is not None and point <= lo) or (hi is not None and point >= hi):
+            return None  # the prediction contradicts what is known
+        return point, should_pass
+
+    visit(min(max(epsilon, 1e-300), epsilon_max))
+    step, misses, steps = precision, 0, 0
+    while lo is None or hi is None or hi / lo > 1.0 + precision:
+        steps += 1
+        aimed = aim() if misses < 2 and steps <= _PREDICTED_STEPS else None
+        if aimed is not None:
+            point, should_pass = aimed
+            misses = 0 if visit(point) == should_pass else misses + 1
+            continue
+        misses = 0
+        if lo is not None and hi is not None:
+            visit(math.sqrt(lo * hi))
+        elif hi is not None:
+            down = hi / (1.0 + step)
+            if down < 1e-12 * epsilon:
+                return hi, value(hi)  # nothing above the target this far down
+            visit(down)
+            step *= 4.0
+        else:
+            assert lo is not None
+            if lo >= epsilon_max:
+                raise InvalidParameterError(
+                    f"no epsilon up to {epsilon_max:g} reaches delta={target:g}"
+                )
+            visit(min(epsilon_max, lo * (1.0 + step)))
+            step *= 4.0
+    end = lo if round_down else hi
+    return end, value(end)
 
 
 def settle_largest(

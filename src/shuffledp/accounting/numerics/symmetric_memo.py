@@ -16,7 +16,8 @@ computations.
 
 The store is an open-addressing hash table on the exact (N, x) pairs, looked up
 and filled with a few vectorized passes, so that a hit costs about a twentieth
-of a tail evaluation at N ~ 10⁶.
+of a tail evaluation at N ~ 10⁶; calls whose N all stay below 4096, where a tail
+costs about what a lookup does, are computed as they come.
 
 Group: the numerical core (``shuffledp.accounting.numerics``); imports only numpy,
 scipy, ``shuffledp._validation`` and other modules of the core.
@@ -45,6 +46,9 @@ _FIRST_BITS = 14
 #: Entries kept at most; a table that would grow past them starts over (each table
 #: stays below about 50 MB whatever the search).
 _MAX_ENTRIES = 1 << 20
+#: Calls whose trials all stay below this are computed, not looked up: there a tail
+#: costs about what a lookup does.
+_KEPT_FROM_TRIALS = 4096.0
 
 
 class _Table:
@@ -179,7 +183,7 @@ def symmetric_tails(trials: _Values, at_least: _Values) -> _Values:
     trials = np.ascontiguousarray(trials, dtype=np.float64)
     at_least = np.ascontiguousarray(at_least, dtype=np.float64)
     kept = _KEPT.get()
-    if kept is None or len(trials) == 0:
+    if kept is None or len(trials) == 0 or trials.max() < _KEPT_FROM_TRIALS:
         return _tails(trials, at_least)
     return _through(kept.tails, _tails, trials, at_least)
 
@@ -189,6 +193,6 @@ def symmetric_points(x: _Values, trials: _Values) -> _Values:
     x = np.ascontiguousarray(x, dtype=np.float64)
     trials = np.ascontiguousarray(trials, dtype=np.float64)
     kept = _KEPT.get()
-    if kept is None or len(x) == 0:
+    if kept is None or len(x) == 0 or trials.max() < _KEPT_FROM_TRIALS:
         return _points(trials, x)
     return _through(kept.points, _points, trials, x)
