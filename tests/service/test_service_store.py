@@ -156,7 +156,7 @@ def test_content_digest_ignores_order():
 
 
 def test_one_shuffler_per_store_file(tmp_path):
-    """Its lookups are keyed by the key of the process that opened it: a second is refused."""
+    """It looks up what waits in the memory of the process that opened it: a second is refused."""
     first = SQLiteShufflerStore(tmp_path / "s.db", TASK)
     try:
         with pytest.raises(StoreError, match="open in another shuffler"):

@@ -20,19 +20,20 @@ waiting submission leaves is written in arrival order any more:
 
 * its id, its client id (with tokens) and each of its ciphertexts take a
   fixed-size slot each (:data:`SLOT_BYTES`), a uniformly random subset of
-  the free slots drawn by the OS CSPRNG (``free_slots``: every free slot has
-  a fresh 16-byte draw; the smallest draws are taken). A slot is overwritten
-  in place (a same-size UPDATE rewrites the cell where it is), so its place
-  in the file was fixed before the arrival. When the pool grows, every used
-  slot's content moves to a random slot of the larger pool, lest the new part
-  of the file hold the later arrivals. No slot says which others belong to
-  the same submission.
+  the free slots in a uniformly random order, drawn by the OS CSPRNG (the
+  free slots are kept in memory in an order given by a CSPRNG permutation,
+  and taken from its end). A slot is overwritten in place (a same-size UPDATE
+  rewrites the cell where it is), so its place in the file was fixed before
+  the arrival. When the pool grows, every used slot's content moves to a
+  random slot of the larger pool, lest the new part of the file hold the
+  later arrivals. No slot says which others belong to the same submission.
 * to find a waiting id, client id or ciphertext (a retry, a second
-  submission from one client, a replayed ciphertext), ``held_tags`` holds
-  their keyed BLAKE2b tags; its entries are inserted in arrival order, but the
-  key lives only in this process's memory, so no file tells which slot a tag
-  stands for. A restart makes a new key and tags the slots again, in a random
-  order.
+  submission from one client, a replayed ciphertext), the process keeps them
+  in memory, read from the slots when the store opens (and again after a
+  write that did not commit); no file holds a lookup, an index or a tag of
+  them (the first slot version kept keyed tags in ``held_tags`` and the free
+  slots' draws in ``free_slots``: those tables are dropped when such a store
+  opens).
 * the WAL is checkpointed and truncated within :data:`CHECKPOINT_SECONDS` of
   a commit that stores a submission (at once when no write waits), so it
   never holds one commit's pages after another's: which slots filled when.
@@ -40,7 +41,7 @@ waiting submission leaves is written in arrival order any more:
 Only at the cut do the waiting ids reach ``submissions`` (for deduplication,
 with their batch id) and the client ids ``used_clients``, each in the order
 of the (random) ids, in one transaction; the slots are zeroed in place and
-freed, the tags deleted, and the WAL truncated after the commit and again once
+freed, and the WAL truncated after the commit and again once
 the analyzer has acknowledged the batch and its payload is erased.
 ``secure_delete`` is on, so what is deleted is overwritten with zeros, not
 left in free pages. Savepoint journals stay in memory (``temp_store =
@@ -49,8 +50,8 @@ dispatcher's poll reads the waiting count first). :mod:`shuffledp.service.disk_a
 reads the files as an attacker would; ``tests/service/test_service_disk.py``
 and ``benchmarks/service_disk_order.py`` measure them. Files are created with
 mode 0600 (and ``-wal``/``-shm`` with them); an existing store's files are set
-to 0600 when it is opened. One process per store (the tags' key is the
-process's).
+to 0600 when it is opened. One process per store (what waits is looked up in
+the process's memory).
 
 Every database records its role and task id in a ``meta`` table and refuses to
 be opened for another role or task.
@@ -60,11 +61,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import fcntl
-import hashlib
 import logging
 import os
 import queue
-import secrets
 import sqlite3
 import threading
 import time
@@ -72,6 +71,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
+
+import numpy as np
 
 from shuffledp.service._testhooks import crash_point
 from shuffledp.service.store_common import (
@@ -135,8 +136,9 @@ _META = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NU
 #: The shuffler's tables. ``submissions`` keeps the id of every batched submission
 #: (deduplication) with its batch (``messages`` is NULL: stores of earlier versions
 #: kept waiting submissions there); what waits (ids, client ids, ciphertexts) sits
-#: in fixed-size ``slots`` drawn at random from ``free_slots``; ``held_tags`` holds
-#: their keyed tags; ``used_clients`` the client ids of batched submissions.
+#: in fixed-size ``slots``, drawn at random among the free ones (the lookups of what
+#: waits are in the process's memory only); ``used_clients`` the client ids of
+#: batched submissions.
 SHUFFLER_SCHEMA = (
     _META
     + """
@@ -147,8 +149,6 @@ CREATE TABLE IF NOT EXISTS submissions(
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS used_clients(client_id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS slots(slot INTEGER PRIMARY KEY, content BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS free_slots(draw BLOB PRIMARY KEY, slot INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS held_tags(tag BLOB PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS batches(
     batch_id TEXT PRIMARY KEY,
     payload BLOB,
@@ -270,6 +270,9 @@ class SQLiteDatabase:
         if not read_only:
             _restrict_mode(self.path)
         self._queue: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
+        #: Called on the writer thread when a transaction is rolled back (its commit
+        #: failed): state kept in memory beside the file must be read again.
+        self.after_rollback: Callable[[], None] | None = None
         self._checkpoint_due: float | None = None
         self._checkpoint_busy = False
         self._writer: threading.Thread | None = None
@@ -477,6 +480,8 @@ class SQLiteDatabase:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             _log.error("store commit failed: %s", exc)
+            if self.after_rollback is not None:
+                self.after_rollback()
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             failed = StoreError(f"store write failed: {exc}")
@@ -536,14 +541,13 @@ _FREE = bytes(SLOT_BYTES)
 _MESSAGE = b"M"
 _CLIENT = b"C"
 _SUBMISSION = b"S"
-#: Bytes of a free slot's random draw (collisions: about n²/2¹²⁹ for n free slots).
-_DRAW_BYTES = 16
-#: Bytes of a keyed tag in ``held_tags``.
-_TAG_BYTES = 16
 #: Slots created the first time the pool grows.
 _MIN_SLOTS = 256
 #: ``meta`` key recorded once the store keeps its waiting data in slots.
 SLOTS_META = "slots"
+#: Tables of earlier versions of the slot store (keyed tags of what waits, free slots with
+#: their random draws): dropped when a store is opened, their pages zeroed (``secure_delete``).
+_DROPPED_TABLES = ("held_tags", "free_slots")
 
 
 def _id_slot(kind: bytes, text: str) -> bytes:
@@ -566,81 +570,98 @@ def _slot_contents(subs: Sequence[NewSubmission]) -> list[bytes]:
         contents.append(_id_slot(_SUBMISSION, sub.submission_id))
         if sub.client_id is not None:
             contents.append(_id_slot(_CLIENT, sub.client_id))
+        messages = sub.messages
         contents.extend(
-            _MESSAGE + sub.messages[start : start + CIPHERTEXT_LENGTH]
-            for start in range(0, len(sub.messages), CIPHERTEXT_LENGTH)
+            _MESSAGE + messages[start : start + CIPHERTEXT_LENGTH]
+            for start in range(0, len(messages), CIPHERTEXT_LENGTH)
         )
     return contents
 
 
-class _Tagger:
-    """Keyed tags of the waiting messages' replay keys and client ids (key held in memory only).
+def _permuted(values: Sequence[int]) -> list[int]:
+    """``values`` in a uniformly random order (OS CSPRNG keys, sorted)."""
+    if len(values) < 2:
+        return list(values)
+    array = np.asarray(values, dtype=np.int64)
+    return array[secure_permutation(array.size)].tolist()  # type: ignore[no-any-return]
 
-    The tags let the store find a held ciphertext or a waiting client id
-    without an index on the slots' contents: an index places its entries
-    in the order they were inserted, and these tags, under a key no file holds,
-    cannot be matched to the slots they stand for.
+
+class _Waiting:
+    """What waits, held in this process's memory only: no file holds a lookup of it.
+
+    The waiting submissions' ids, client ids and ciphertexts' replay keys (to
+    find a retry, a second submission of a client, a copy of a held
+    ciphertext) and the free slots, in a uniformly random order drawn by the
+    OS CSPRNG: the last ``k`` of them are a uniformly random subset of the free
+    slots in a uniformly random order, and those left are still in uniformly
+    random order (whatever was taken); freed slots are mixed in by a new
+    permutation.
+
+    Derived from the slots (:meth:`load`) when the store opens and whenever a
+    write that changed it did not commit: :attr:`valid` is False from the
+    first change a write makes until the write has run to its end, and the
+    database sets it False when a transaction fails
+    (:attr:`SQLiteDatabase.after_rollback`); the next write then loads it
+    again inside its own transaction, which sees exactly what committed
+    (refusals are raised before any change, so they cost no load).
     """
 
     def __init__(self) -> None:
-        self._key = secrets.token_bytes(32)
+        self.ids: set[str] = set()
+        self.clients: set[str] = set()
+        self.keys: set[bytes] = set()
+        self.free: list[int] = []
+        self.slots = 0
+        self.valid = False
 
-    def message(self, key: bytes) -> bytes:
-        """The tag of a message's replay key (keyed BLAKE2b, a PRF)."""
-        return hashlib.blake2b(_MESSAGE + key, key=self._key, digest_size=_TAG_BYTES).digest()
+    def invalidate(self) -> None:
+        """Load again before the next write (a transaction failed)."""
+        self.valid = False
 
-    def client(self, client_id: str) -> bytes:
-        """The tag of a client id."""
-        return self._of_id(_CLIENT, client_id)
+    def load(self, conn: sqlite3.Connection) -> None:
+        """Read every slot (inside the caller's transaction)."""
+        ids: set[str] = set()
+        clients: set[str] = set()
+        keys: set[bytes] = set()
+        free: list[int] = []
+        rows = conn.execute("SELECT slot, content FROM slots").fetchall()
+        for slot, raw in rows:
+            content = bytes(raw)
+            kind = content[:1]
+            if content == _FREE:
+                free.append(int(slot))
+            elif kind == _MESSAGE:
+                keys.add(content[1 : 1 + REPLAY_KEY_LENGTH])
+            elif kind == _CLIENT:
+                clients.add(_slot_text(content))
+            else:
+                ids.add(_slot_text(content))
+        self.ids, self.clients, self.keys = ids, clients, keys
+        self.free = _permuted(free)
+        self.slots = len(rows)
+        self.valid = True
 
-    def submission(self, submission_id: str) -> bytes:
-        """The tag of a submission id."""
-        return self._of_id(_SUBMISSION, submission_id)
+    def take(self, count: int) -> list[int]:
+        """Remove and return ``count`` free slots (a uniformly random subset, random order)."""
+        if count == 0:
+            return []
+        taken = self.free[-count:]
+        del self.free[-count:]
+        return taken
 
-    def _of_id(self, kind: bytes, text: str) -> bytes:
-        raw = kind + text.encode("ascii")
-        return hashlib.blake2b(raw, key=self._key, digest_size=_TAG_BYTES).digest()
-
-    def of_slot(self, content: bytes) -> bytes:
-        """The tag of what a used slot holds."""
-        kind = content[:1]
-        if kind == _MESSAGE:
-            return self.message(content[1 : 1 + REPLAY_KEY_LENGTH])
-        return self._of_id(kind, _slot_text(content))
+    def release(self, slots: Sequence[int]) -> None:
+        """Return slots to the free ones, all of them in a new uniformly random order."""
+        self.free = _permuted(self.free + list(slots))
 
 
-def _free_rows(slots: Sequence[int]) -> list[tuple[bytes, int]]:
-    """Free-list rows of ``slots``, each with a fresh CSPRNG draw, in the order of the draws."""
-    draws = secrets.token_bytes(_DRAW_BYTES * len(slots))
-    return sorted(
-        (draws[i * _DRAW_BYTES : (i + 1) * _DRAW_BYTES], int(slot)) for i, slot in enumerate(slots)
-    )
-
-
-def _insert_free(conn: sqlite3.Connection, rows: Sequence[tuple[bytes, int]]) -> None:
-    conn.executemany("INSERT INTO free_slots(draw, slot) VALUES (?, ?)", rows)
-
-
-def _fill_slots(conn: sqlite3.Connection, contents: Sequence[bytes]) -> None:
+def _fill_slots(conn: sqlite3.Connection, waiting: _Waiting, contents: Sequence[bytes]) -> None:
     """Write ``contents`` to free slots: a uniformly random subset, in a uniformly random order.
 
-    The free slots with the smallest draws (every free slot got a fresh
-    CSPRNG draw when it was freed), taken in the order of their draws. If the
-    pool is short, what it has is filled, the pool grows (:func:`_grow`) and
-    the rest follows.
+    If the pool is short, it grows first (:func:`_grow`).
     """
-    if not contents:
-        return
-    rows = conn.execute(
-        "DELETE FROM free_slots WHERE draw IN "
-        "(SELECT draw FROM free_slots ORDER BY draw LIMIT ?) RETURNING draw, slot",
-        (len(contents),),
-    ).fetchall()
-    taken = [int(slot) for _, slot in sorted(rows)]
-    _write_slots(conn, taken, contents[: len(taken)])
-    if len(taken) < len(contents):
-        _grow(conn, len(contents) - len(taken))
-        _fill_slots(conn, contents[len(taken) :])
+    if len(contents) > len(waiting.free):
+        _grow(conn, waiting, len(contents) - len(waiting.free))
+    _write_slots(conn, waiting.take(len(contents)), contents)
 
 
 def _write_slots(conn: sqlite3.Connection, slots: Sequence[int], contents: Sequence[bytes]) -> None:
@@ -660,7 +681,12 @@ def _write_slots(conn: sqlite3.Connection, slots: Sequence[int], contents: Seque
         )
 
 
-def _grow(conn: sqlite3.Connection, missing: int) -> None:
+def _zero_used_slots(conn: sqlite3.Connection) -> None:
+    """Overwrite every used slot with zeros, in place (one statement, same-size cells)."""
+    conn.execute("UPDATE slots SET content = ?1 WHERE content != ?1", (_FREE,))
+
+
+def _grow(conn: sqlite3.Connection, waiting: _Waiting, missing: int) -> None:
     """Add slots (at least double the pool) and move every used slot's content to a random slot.
 
     New slots are appended to the table, so without the move what arrives
@@ -669,53 +695,29 @@ def _grow(conn: sqlite3.Connection, missing: int) -> None:
     the whole pool, whatever its arrival. The move costs the used slots once
     per doubling.
     """
-    (total,) = conn.execute("SELECT COUNT(*) FROM slots").fetchone()
-    total = int(total)
+    total = waiting.slots
     added = max(missing, total, _MIN_SLOTS)
     used = conn.execute("SELECT slot, content FROM slots WHERE content != ?", (_FREE,)).fetchall()
     conn.executemany(
         "INSERT INTO slots(slot, content) VALUES (?, ?)",
         [(slot, _FREE) for slot in range(total, total + added)],
     )
-    _write_slots(conn, [row[0] for row in used], [_FREE] * len(used))
-    conn.execute("DELETE FROM free_slots")
-    _insert_free(conn, _free_rows(range(total + added)))
+    _zero_used_slots(conn)
+    waiting.slots = total + added
+    waiting.free = _permuted(range(total + added))
     if used:
-        _fill_slots(conn, [bytes(used[i][1]) for i in secure_permutation(len(used))])
-
-
-def _insert_tags(conn: sqlite3.Connection, tags: Sequence[bytes]) -> set[bytes]:
-    """Insert the tags not held yet; return those.
-
-    One multi-row INSERT per :data:`_CHUNK` variables rather than
-    ``executemany``: one SQLite call (and one release of the GIL) for many
-    rows, so the writer does not wait for the GIL row after row while the
-    event loop is busy.
-    """
-    new: set[bytes] = set()
-    for start in range(0, len(tags), _CHUNK):
-        chunk = tags[start : start + _CHUNK]
-        new.update(
-            bytes(row[0])
-            for row in conn.execute(
-                "INSERT INTO held_tags(tag) VALUES "
-                + ",".join(["(?)"] * len(chunk))
-                + " ON CONFLICT(tag) DO NOTHING RETURNING tag",
-                chunk,
-            )
-        )
-    return new
+        moved = [bytes(used[i][1]) for i in secure_permutation(len(used))]
+        _write_slots(conn, waiting.take(len(moved)), moved)
 
 
 def _store_submissions(
-    conn: sqlite3.Connection, subs: Sequence[NewSubmission], tagger: _Tagger
+    conn: sqlite3.Connection, subs: Sequence[NewSubmission], waiting: _Waiting
 ) -> int:
     """Store the submissions not stored yet; return how many (inside the caller's savepoint).
 
     A submission id is known if a cut batched it (``submissions``) or it waits
-    (its tag is held). A new submission's id, client id and ciphertexts go to
-    random free slots, their tags to ``held_tags``; nothing is inserted in
-    arrival order but the tags, which no file's key can match to a slot.
+    (:class:`_Waiting`). A new submission's id, client id and ciphertexts go
+    to random free slots; nothing else is written.
 
     Raises:
         ClientAlreadySubmittedError: If a new submission's client id was used
@@ -724,71 +726,58 @@ def _store_submissions(
             replay key of a held one, or of another one in ``subs``.
     """
     unique = list({s.submission_id: s for s in reversed(subs)}.values())[::-1]
-    batched = _existing(conn, "submissions", "submission_id", [s.submission_id for s in unique])
-    candidates = [s for s in unique if s.submission_id not in batched]
-    if not candidates:
+    unique = [s for s in unique if s.submission_id not in waiting.ids]  # waiting: a retry
+    if not unique:
         return 0
-    # Every tag in one statement: a known (waiting) id's tags are held already.
-    tags = [
-        (
-            tagger.submission(s.submission_id),
-            None if s.client_id is None else tagger.client(s.client_id),
-            [tagger.message(k) for k in replay_keys(s.messages)],
-        )
-        for s in candidates
-    ]
-    fresh = _insert_tags(
-        conn,
-        [t for id_tag, client_tag, message_tags in tags
-         for t in (id_tag, *([] if client_tag is None else [client_tag]), *message_tags)],
-    )  # fmt: skip
-    new: list[NewSubmission] = []
-    stale: list[bytes] = []
-    claimed: set[bytes] = set()  # a tag new in this statement belongs to one submission only
-    for sub, (id_tag, client_tag, message_tags) in zip(candidates, tags, strict=True):
-        if id_tag not in fresh:  # it waits already: a retry, a no-op
-            stale += [t for t in (client_tag, *message_tags) if t is not None]
-            continue
-        if client_tag is not None:
-            if client_tag not in fresh or client_tag in claimed:
-                raise ClientAlreadySubmittedError([str(sub.client_id)])
-            claimed.add(client_tag)
-        for tag in message_tags:
-            if tag not in fresh or tag in claimed:
+    batched = _existing(conn, "submissions", "submission_id", [s.submission_id for s in unique])
+    new = [s for s in unique if s.submission_id not in batched] if batched else unique
+    if not new:
+        return 0
+    held_keys, held_clients = waiting.keys, waiting.clients
+    clients: dict[str, None] = {}
+    keys: set[bytes] = set()
+    for sub in new:
+        client = sub.client_id
+        if client is not None:
+            if client in held_clients or client in clients:
+                raise ClientAlreadySubmittedError([client])
+            clients[client] = None
+        messages = sub.messages
+        for start in range(0, len(messages), CIPHERTEXT_LENGTH):
+            key = messages[start : start + REPLAY_KEY_LENGTH]
+            if key in held_keys or key in keys:
                 raise CiphertextAlreadyHeldError()
-            claimed.add(tag)
-        new.append(sub)
-    # What only a retry inserted (other ciphertexts than it first had): not kept.
-    stale = [t for t in dict.fromkeys(stale) if t in fresh and t not in claimed]
-    for start in range(0, len(stale), _CHUNK):
-        chunk = stale[start : start + _CHUNK]
-        conn.execute(f"DELETE FROM held_tags WHERE tag IN ({_placeholders(len(chunk))})", chunk)
-    clients = [s.client_id for s in new if s.client_id is not None]
+            keys.add(key)
     if clients:
-        used = _existing(conn, "used_clients", "client_id", clients)
+        used = _existing(conn, "used_clients", "client_id", list(clients))
         if used:
             raise ClientAlreadySubmittedError(sorted(used))
-    _fill_slots(conn, _slot_contents(new))
+    waiting.valid = False  # until the write has run to its end
+    _fill_slots(conn, waiting, _slot_contents(new))
+    waiting.ids.update(s.submission_id for s in new)
+    held_clients.update(clients)
+    held_keys.update(keys)
     return len(new)
 
 
 def _cut(
     conn: sqlite3.Connection,
+    waiting: _Waiting,
     min_users: int,
     permute: Callable[[bytes], bytes],
-    waiting: int | None = None,
+    n_waiting: int | None = None,
 ) -> OutboxBatch | None:
     """Batch every waiting submission if at least ``min_users`` wait.
 
     Runs inside the caller's transaction: the used slots' ciphertexts are
-    permuted into the outbox; the slots are zeroed in place and freed with
-    fresh draws; the tags are deleted; the batch's submission ids are written
-    to ``submissions`` with the batch's id and its client ids to
-    ``used_clients``, each in the order of the (random) ids. With
-    ``secure_delete`` what is deleted is overwritten. ``waiting`` is the
-    unbatched counter when the caller has just read it in this transaction.
+    permuted into the outbox; the slots are zeroed in place and freed; the
+    batch's submission ids are written to ``submissions`` with the batch's id
+    and its client ids to ``used_clients``, each in the order of the (random)
+    ids. With ``secure_delete`` what is deleted is overwritten. ``n_waiting``
+    is the unbatched counter when the caller has just read it in this
+    transaction.
     """
-    n_users = _waiting(conn) if waiting is None else waiting
+    n_users = _waiting(conn) if n_waiting is None else n_waiting
     if n_users < min_users:
         return None
     used = conn.execute("SELECT slot, content FROM slots WHERE content != ?", (_FREE,)).fetchall()
@@ -799,13 +788,13 @@ def _cut(
     if len(ids) != n_users:  # pragma: no cover - the counter is transactional
         raise StoreError(f"unbatched counter says {n_users}, found {len(ids)} waiting ids")
     batch = new_outbox_batch(messages, n_users, permute)
+    waiting.valid = False  # until the write has run to its end
     conn.execute(
         "INSERT INTO batches(batch_id, payload, n_users, n_messages, sent) VALUES (?, ?, ?, ?, 0)",
         (batch.batch_id, batch.payload, batch.n_users, batch.n_messages),
     )
-    _write_slots(conn, [row[0] for row in used], [_FREE] * len(used))
-    _insert_free(conn, _free_rows([row[0] for row in used]))
-    conn.execute("DELETE FROM held_tags")
+    _zero_used_slots(conn)
+    slots = [int(row[0]) for row in used]
     per_statement = _CHUNK // 2
     for start in range(0, len(ids), per_statement):
         chunk = ids[start : start + per_statement]
@@ -817,6 +806,10 @@ def _cut(
     conn.executemany("INSERT INTO used_clients(client_id) VALUES (?)", [(c,) for c in clients])
     conn.execute("UPDATE counters SET value = 0 WHERE name = 'unbatched'")
     crash_point("cut-before-commit")
+    waiting.ids.clear()
+    waiting.clients.clear()
+    waiting.keys.clear()
+    waiting.release(slots)
     return batch
 
 
@@ -840,32 +833,33 @@ def _rewrite_used_clients(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM temp.cut_clients")
 
 
-def _open_slots(conn: sqlite3.Connection, tagger: _Tagger) -> None:
-    """When the store is opened: tag what waits under this process's key; move old data to slots.
+def _open_slots(conn: sqlite3.Connection, waiting: _Waiting) -> None:
+    """When the store is opened: read what waits into memory; move old data to slots.
 
-    The tags of the previous process are unreadable (its key is gone): they
-    are deleted and made again, in a random order, from the slots. A store
-    of an earlier version kept each waiting submission's ciphertexts in its
-    row, in arrival order, and the waiting client ids among the used ones:
-    the ciphertexts move to random slots, and the used client ids are written
-    again in id order (the waiting ones cannot be told apart; they stay used).
+    A store of an earlier version kept each waiting submission's ciphertexts
+    in its row, in arrival order, and the waiting client ids among the used
+    ones: the ciphertexts move to random slots, and the used client ids are
+    written again in id order (the waiting ones cannot be told apart; they
+    stay used). A store of the first slot version also kept keyed tags of
+    what waits and the free slots' random draws in tables of their own: they
+    are dropped.
     """
+    for table in _DROPPED_TABLES:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    waiting.load(conn)
     rows = conn.execute(
         "SELECT submission_id, messages FROM submissions WHERE batch_id IS NULL"
     ).fetchall()
     if rows:  # waiting rows of an earlier version: their ids and ciphertexts move to slots
-        waiting = [NewSubmission(str(r[0]), b"" if r[1] is None else bytes(r[1])) for r in rows]
-        contents = _slot_contents(waiting)
+        old = [NewSubmission(str(r[0]), b"" if r[1] is None else bytes(r[1])) for r in rows]
+        contents = _slot_contents(old)
         conn.execute("DELETE FROM submissions WHERE batch_id IS NULL")
-        _fill_slots(conn, [contents[i] for i in secure_permutation(len(contents))])
+        _fill_slots(conn, waiting, [contents[i] for i in secure_permutation(len(contents))])
+        waiting.load(conn)
     if not conn.execute("SELECT 1 FROM meta WHERE key = ?", (SLOTS_META,)).fetchone():
         _rewrite_used_clients(conn)
         conn.execute("DROP INDEX IF EXISTS submissions_unbatched")
         conn.execute("INSERT INTO meta(key, value) VALUES (?, '1')", (SLOTS_META,))
-    conn.execute("DELETE FROM held_tags")
-    used = conn.execute("SELECT content FROM slots WHERE content != ?", (_FREE,)).fetchall()
-    tags = [tagger.of_slot(bytes(row[0])) for row in used]
-    _insert_tags(conn, [tags[i] for i in secure_permutation(len(tags))])
 
 
 def _lock_exclusively(path: Path) -> int:
@@ -889,7 +883,7 @@ def _lock_exclusively(path: Path) -> int:
         os.close(fd)
         raise StoreError(
             f"store {str(path)!r} is open in another shuffler (one shuffler per store file: "
-            "its lookups are keyed by a key only that process holds)"
+            "it looks up what waits in its own memory)"
         ) from None
     except OSError as exc:
         os.close(fd)
@@ -902,9 +896,9 @@ class SQLiteShufflerStore:
 
     Implements :class:`~shuffledp.service.store.ShufflerStore`. One store
     object per file, across processes (an exclusive ``flock`` on ``PATH.lock``):
-    the tags that find waiting ids, client ids and ciphertexts are keyed by
-    this object's key, made afresh when it opens the file, and a second object
-    would make them again under its own.
+    this object looks up the waiting ids, client ids and ciphertexts in its
+    own memory (read from the slots when it opens the file), and a second
+    object would not see what the first one stores.
 
     Args:
         path: The database file.
@@ -921,9 +915,10 @@ class SQLiteShufflerStore:
         except BaseException:
             self.db.close()
             raise
-        self._tagger = _Tagger()
+        self._waiting = _Waiting()
+        self.db.after_rollback = self._waiting.invalidate
         try:
-            self.db.write(lambda conn: _open_slots(conn, self._tagger), checkpoint=True)
+            self.db.write(lambda conn: _open_slots(conn, self._waiting), checkpoint=True)
         except BaseException:
             self.close()
             raise
@@ -962,16 +957,20 @@ class SQLiteShufflerStore:
         subs = list(submissions)
 
         def run(conn: sqlite3.Connection) -> SubmitOutcome:
-            accepted = _store_submissions(conn, subs, self._tagger)
+            held = self._waiting
+            if not held.valid:
+                held.load(conn)
+            accepted = _store_submissions(conn, subs, held)
+            if not accepted:
+                return SubmitOutcome(0, len(subs), _waiting(conn))
             ((waiting,),) = conn.execute(
                 "UPDATE counters SET value = value + ? WHERE name = 'unbatched' RETURNING value",
                 (accepted,),
             ).fetchall()
-            batch = None
-            if accepted:
-                crash_point("ingest-before-commit")
-                batch = _cut(conn, min_batch_users, permute, int(waiting))
-                self.db.request_checkpoint()
+            crash_point("ingest-before-commit")
+            batch = _cut(conn, held, min_batch_users, permute, int(waiting))
+            self.db.request_checkpoint()
+            held.valid = True  # every change of this write is made
             if batch is not None:
                 waiting = 0
             return SubmitOutcome(accepted, len(subs) - accepted, int(waiting), batch)
@@ -986,7 +985,16 @@ class SQLiteShufflerStore:
         """
         if self.db.read(_waiting) < min_users:
             return None
-        return self.db.write(lambda conn: _cut(conn, min_users, permute), checkpoint=True)
+        held = self._waiting
+
+        def run(conn: sqlite3.Connection) -> OutboxBatch | None:
+            if not held.valid:
+                held.load(conn)
+            batch = _cut(conn, held, min_users, permute)
+            held.valid = True  # every change of this write is made
+            return batch
+
+        return self.db.write(run, checkpoint=True)
 
     def unsent_batches(self) -> list[str]:
         """See :meth:`ShufflerStore.unsent_batches`."""
