@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import sys
 import threading
 import time
@@ -77,6 +79,23 @@ def _other_bars(own: Any) -> int:
     return len(instances) - (1 if own is not None else 0)
 
 
+#: Environment variable that sets how long a block runs before its status line shows
+#: (seconds; tests set 0 so that short runs show it too).
+STATUS_DELAY_VARIABLE = "SHUFFLEDP_STATUS_AFTER"
+
+
+def _status_delay(default: float) -> float:
+    """``after`` for :func:`working`: the variable's value when it is a number >= 0."""
+    text = os.environ.get(STATUS_DELAY_VARIABLE)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        return default
+    return value if math.isfinite(value) and value >= 0.0 else default
+
+
 @contextlib.contextmanager
 def working(desc: str, *, after: float = 1.0) -> Iterator[None]:
     """Show an elapsed-time indicator on a terminal while the block runs longer than ``after`` s.
@@ -85,13 +104,15 @@ def working(desc: str, *, after: float = 1.0) -> Iterator[None]:
     calibration, grouping rows by user): a line such as ``calibrating
     epsilon0: 3.2s`` that refreshes until the block ends, then disappears.
     Nothing is shown off a terminal or for blocks that finish within ``after``
-    seconds. While a progress bar of the block's own steps is open (reading a
-    file, shuffling) the line steps aside and comes back after it, so that a
-    long block always shows something and never two lines at once.
+    seconds (``SHUFFLEDP_STATUS_AFTER`` overrides it). While a progress bar of the
+    block's own steps is open (reading a file, shuffling) the line steps aside and
+    comes back after it, so that a long block always shows something and never two
+    lines at once.
     """
     if not sys.stderr.isatty():
         yield
         return
+    after = _status_delay(after)
     done = threading.Event()
     started = time.time()  # tqdm's clock
 
