@@ -26,7 +26,8 @@ settings are 20: n = 1e3 … 1e7 and (ε₀, δ) in (0.5, 1e-6), (1, 1e-8), (2, 
 
 Usage:
     python benchmarks/accountant_speed.py [--sizes 1e4,1e6,1e8]
-    python benchmarks/accountant_speed.py --against b0955a4 [--repeats 5] [--groups ...]
+    python benchmarks/accountant_speed.py --against b0955a4 [--repeats 5] [--groups ...] \
+        [--n 1e7] [--clock cpu]
 """
 
 from __future__ import annotations
@@ -158,8 +159,11 @@ _CALIBRATIONS: tuple[tuple[str, int, float, float, dict[str, Any]], ...] = (
 GROUPS = ("epsilon-generic", "epsilon-krr", "delta-generic", "calibrate")
 
 
-def _settings(groups: list[str]) -> list[dict[str, Any]]:
-    """Every call to time, as {"group", "name", "call", "args", "kwargs"} (JSON-ready)."""
+def _settings(groups: list[str], sizes: set[int] | None = None) -> list[dict[str, Any]]:
+    """Every call to time, as {"group", "name", "call", "args", "kwargs"} (JSON-ready).
+
+    With ``sizes``, only the settings whose n is one of them.
+    """
     out: list[dict[str, Any]] = []
     for n in _GENERIC_SIZES:
         for epsilon0, target in _GENERIC_POINTS:
@@ -209,6 +213,8 @@ def _settings(groups: list[str]) -> list[dict[str, Any]]:
                     "kwargs": {"n": n, "mechanism": mechanism, **extra},
                 }
             )
+    if sizes is not None:
+        out = [s for s in out if s["kwargs"]["n"] in sizes]
     return out
 
 
@@ -329,13 +335,15 @@ def _row(setting: dict[str, Any], old: _Worker, new: _Worker, repeats: int) -> d
     }
 
 
-def _against(revision: str, repeats: int, groups: list[str], clock: str) -> dict[str, Any]:
+def _against(
+    revision: str, repeats: int, groups: list[str], clock: str, sizes: set[int] | None = None
+) -> dict[str, Any]:
     from shuffledp._progress import progress
 
     commit = _git("rev-parse", "--verify", f"{revision}^{{commit}}").decode().strip()
     head = _git("rev-parse", "HEAD").decode().strip()
     dirty = bool(_git("status", "--porcelain", "--", "src").strip())
-    settings = _settings(groups)
+    settings = _settings(groups, sizes)
     with tempfile.TemporaryDirectory(prefix="shuffledp-old-") as tmp:
         with tarfile.open(fileobj=BytesIO(_git("archive", commit, "src"))) as archive:
             archive.extractall(tmp, filter="data")
@@ -382,6 +390,11 @@ def main() -> None:
         help="with --against: wall-clock seconds, or the worker's CPU seconds (steadier when "
         "other jobs share the machine)",
     )
+    parser.add_argument(
+        "--n",
+        metavar="N,...",
+        help="with --against: only the settings at these n (comma-separated, e.g. 1e7)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -394,7 +407,8 @@ def main() -> None:
             parser.error(f"unknown groups {unknown}; choose from {', '.join(GROUPS)}")
         if args.repeats < 1:
             parser.error("--repeats must be at least 1")
-        print(json.dumps(_against(args.against, args.repeats, groups, args.clock), indent=2))
+        only = None if args.n is None else {int(float(x)) for x in args.n.split(",") if x}
+        print(json.dumps(_against(args.against, args.repeats, groups, args.clock, only), indent=2))
         return
     sizes = [int(float(x)) for x in args.sizes.split(",")]
     print(json.dumps(_table(sizes), indent=2))

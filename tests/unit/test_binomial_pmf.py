@@ -32,3 +32,31 @@ def test_windows_of_degenerate_laws(p, point):
     points = window.lo + np.arange(len(window.pmf))
     assert window.pmf[points == point].tolist() == [1.0]
     assert float(np.sum(window.pmf[points != point])) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("m", "p", "complement"),
+    [
+        (9_999_999, 0.7550813375962909, 0.24491866240370913),
+        (10**8, 0.2, None),
+        (3_000, 0.5, None),
+        (20, 1e-7, None),
+        (10**9, 1.0 - 1e-9, 1e-9),
+    ],
+)
+def test_one_number_of_trials_gives_the_doubles_of_the_array_form(m, p, complement):
+    # binomial_pmf(x, m) with m a number takes a shorter path (the remainder of m once,
+    # the means as numbers); each entry must still be the double of the array form,
+    # which the windows and the kept values rely on.
+    rng = np.random.default_rng(m % 1000)
+    centre = m * p
+    spread = np.sqrt(m * p * (1.0 - p)) + 1.0
+    x = np.floor(centre + rng.normal(0.0, 1.0, 5000) * spread * rng.uniform(0.0, 12.0, 5000))
+    x = np.concatenate([x, [-1.0, 0.0, 1.0, m - 1.0, float(m), m + 1.0]])
+    together = binomial_pmf(x, np.full(len(x), float(m)), p, complement)
+    assert np.array_equal(binomial_pmf(x, m, p, complement), together)
+    inside = x[(x > 0) & (x < m)]
+    assert np.array_equal(
+        binomial_pmf(inside, m, p, complement),
+        binomial_pmf(inside, np.full(len(inside), float(m)), p, complement),
+    )

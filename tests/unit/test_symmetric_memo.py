@@ -21,6 +21,7 @@ from shuffledp.accounting.numerics import symmetric_memo
 from shuffledp.accounting.numerics.binomial import binomial_pmf
 from shuffledp.accounting.numerics.symmetric_memo import (
     kept_values,
+    symmetric_line_values,
     symmetric_points,
     symmetric_tails,
 )
@@ -61,8 +62,54 @@ def test_kept_values_are_the_computed_doubles():
             assert np.array_equal(symmetric_tails(trials[pick], at_least[pick]), tails[pick])
             assert np.array_equal(symmetric_points(points[pick], trials[pick]), masses[pick])
         kept = symmetric_memo._KEPT.get()
-        assert kept is not None and kept.tails.used > 0  # something was kept
+        assert kept is not None and kept.table("tails").used > 0  # something was kept
     assert symmetric_memo._KEPT.get() is None  # and nothing outside the block
+
+
+def test_line_values_are_the_tails_and_point_computed_alone():
+    # (P[Bin >= j], P[Bin >= j + 1], P[Bin = j]): each the double scipy's betainc or
+    # binomial_pmf gives for that element alone, with the ends (j = 0: first tail 1;
+    # j = trials: second tail 0), plainly and kept, with hits, misses and twins.
+    rng = np.random.default_rng(4)
+    trials, at_least, _ = _arguments(rng, 3000)
+    at_least = np.concatenate([at_least, [0.0, 0.0, 7.0, 5000.0]])
+    trials = np.concatenate([trials, [1.0, 9000.0, 7.0, 5000.0]])
+
+    def tail(n: float, j: float) -> float:
+        if j <= 0:
+            return 1.0
+        if j > n:
+            return 0.0
+        return float(special.betainc(np.array([j]), np.array([n - j + 1.0]), 0.5)[0])
+
+    expected = np.array(
+        [
+            (tail(n, j), tail(n, j + 1.0), binomial_pmf(np.array([j]), np.array([n]), 0.5)[0])
+            for n, j in zip(trials, at_least, strict=True)
+        ]
+    )
+    assert np.array_equal(np.column_stack(symmetric_line_values(trials, at_least)), expected)
+    with kept_values():
+        for _ in range(5):
+            pick = rng.integers(0, len(trials), int(rng.integers(1, 2500)))
+            got = np.column_stack(symmetric_line_values(trials[pick], at_least[pick]))
+            assert np.array_equal(got, expected[pick])
+
+
+def test_a_crowded_table_misses_but_never_answers_wrong(monkeypatch):
+    # With one probe per key most keys collide: they are computed again (misses), or
+    # not kept at all, and every answer is still the computed double.
+    monkeypatch.setattr(symmetric_memo, "_PROBES", 1)
+    monkeypatch.setattr(symmetric_memo, "_FIRST_BITS", 4)
+    monkeypatch.setattr(symmetric_memo, "_MAX_ENTRIES", 64)
+    rng = np.random.default_rng(5)
+    trials, at_least, _ = _arguments(rng, 500)
+    trials = trials + 5000.0  # all looked up (above the kept-from threshold)
+    expected = special.betainc(at_least, trials - at_least + 1.0, 0.5)
+    with kept_values():
+        for _ in range(8):
+            pick = rng.integers(0, len(trials), int(rng.integers(1, 120)))
+            assert np.array_equal(symmetric_tails(trials[pick], at_least[pick]), expected[pick])
 
 
 def test_a_table_that_grows_or_starts_over_keeps_answering_exactly(monkeypatch):

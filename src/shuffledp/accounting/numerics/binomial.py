@@ -53,35 +53,89 @@ _STIRLING_TABLE = np.array(
 
 
 def _stirling_remainder(k: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Return ln k! − ln(√(2πk)·(k/e)^k) for integers k ≥ 1 (entry 0 is unused)."""
-    out = np.empty_like(k)
+    """Return ln k! − ln(√(2πk)·(k/e)^k) for integers k ≥ 1 (entry 0 is unused).
+
+    Elementwise: each entry is the same double whatever else shares the array.
+    """
     small = k < _STIRLING_SERIES_FROM
-    out[small] = _STIRLING_TABLE[k[small].astype(np.int64)]
-    big = k[~small]
-    inv2 = 1.0 / (big * big)
-    out[~small] = (
-        1.0 / 12.0
-        - inv2 * (1.0 / 360.0 - inv2 * (1.0 / 1260.0 - inv2 * (1.0 / 1680.0 - inv2 / 1188.0)))
-    ) / big
-    return out
+    if np.any(small):
+        out = np.empty_like(k)
+        out[small] = _STIRLING_TABLE[k[small].astype(np.int64)]
+        big = k[~small]
+        out[~small] = _stirling_series(big)
+        return out
+    return _stirling_series(k)
+
+
+def _stirling_series(big: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(1/12 − k⁻²(1/360 − k⁻²(1/1260 − k⁻²(1/1680 − k⁻²/1188))))/k, in place on one buffer.
+
+    The operations and their order are those of the written formula, so each
+    entry is the double that formula gives.
+    """
+    inv2 = big * big
+    np.divide(1.0, inv2, out=inv2)
+    acc = inv2 / 1188.0
+    np.subtract(1.0 / 1680.0, acc, out=acc)
+    np.multiply(inv2, acc, out=acc)
+    np.subtract(1.0 / 1260.0, acc, out=acc)
+    np.multiply(inv2, acc, out=acc)
+    np.subtract(1.0 / 360.0, acc, out=acc)
+    np.multiply(inv2, acc, out=acc)
+    np.subtract(1.0 / 12.0, acc, out=acc)
+    np.divide(acc, big, out=acc)
+    return acc
 
 
 def _deviance(x: NDArray[np.float64], mean: NDArray[np.float64] | float) -> NDArray[np.float64]:
-    """Return x·ln(x/mean) + mean − x without cancellation (Loader's bd0), for x > 0."""
+    """Return x·ln(x/mean) + mean − x without cancellation (Loader's bd0), for x > 0.
+
+    Near the mean (|x − mean| < 0.1(x + mean)) the series
+    v(x − mean) + Σ_j 2x·v^{2j+1}/(2j + 1) with v = (x − mean)/(x + mean) is
+    summed until, for every entry, the last term is at most 1e-17 of the sum;
+    each further term would then be below half a unit of that entry's sum
+    (|v| < 0.1), so the entry no longer changes and the result is elementwise:
+    the same double whatever else shares the array.
+    """
     mean_arr = np.broadcast_to(np.asarray(mean, dtype=np.float64), x.shape)
-    out = x * np.log(x / mean_arr) + mean_arr - x
-    near = np.abs(x - mean_arr) < 0.1 * (x + mean_arr)
-    if np.any(near):
-        xn, mn = x[near], mean_arr[near]
-        v = (xn - mn) / (xn + mn)
+    diff = x - mean_arr
+    both = x + mean_arr
+    near = np.abs(diff) < 0.1 * both
+    every = bool(np.all(near))
+    if every:
+        out = np.empty_like(x)
+    else:
+        out = x * np.log(x / mean_arr) + mean_arr - x
+    if every or np.any(near):
+        if every:
+            xn, diff_n, both_n = x, diff, both
+        else:
+            xn, diff_n, both_n = x[near], diff[near], both[near]
+        v = diff_n / both_n
         v2 = v * v
         term = 2.0 * xn * v
-        total = v * (xn - mn)
+        total = v * diff_n
+        size = np.empty_like(term)
+        bound = np.empty_like(term)
+        # |term|/|total| after j terms is about |v|^(2j − 1): no entry passes the test
+        # before then, so it is first made there (stopping later changes nothing).
+        largest = float(np.max(np.abs(v))) if len(v) else 0.0
+        first = 1
+        if 0.0 < largest < 0.1:
+            first = max(1, int((17.0 / -math.log10(largest) + 1.0) / 2.0) - 1)
         for j in range(1, 40):
-            term = term * v2
-            total = total + term / (2 * j + 1)
-            if np.all(np.abs(term) <= 1e-17 * np.abs(total)):
+            np.multiply(term, v2, out=term)
+            np.divide(term, 2 * j + 1, out=size)
+            np.add(total, size, out=total)
+            if j < first:
+                continue
+            np.abs(term, out=size)
+            np.abs(total, out=bound)
+            np.multiply(1e-17, bound, out=bound)
+            if np.all(np.less_equal(size, bound)):
                 break
+        if every:
+            return total
         out[near] = total
     return out
 
@@ -96,6 +150,8 @@ def binomial_pmf(
 
     Loader's form: exp(S(m) − S(x) − S(m−x) − D(x, mp) − D(m−x, m(1−p)))·√(m/(2πx(m−x))),
     with S the Stirling remainder and D the deviance, both free of cancellation.
+    Each entry is the same double whatever else shares the array (and whether
+    ``m`` is one number or an array of it).
 
     Args:
         x: Points.
@@ -119,24 +175,48 @@ def binomial_pmf(
         return out
     zero = valid & (xs == 0)
     full = valid & (xs == ms) & (ms > 0)
-    out[zero] = np.exp(ms[zero] * (math.log1p(-p) if complement is None else math.log(q)))
-    out[full] = np.exp(ms[full] * (math.log(p) if p <= 0.5 else math.log1p(-q)))
+    if np.any(zero):
+        out[zero] = np.exp(ms[zero] * (math.log1p(-p) if complement is None else math.log(q)))
+    if np.any(full):
+        out[full] = np.exp(ms[full] * (math.log(p) if p <= 0.5 else math.log1p(-q)))
     inner = valid & ~zero & ~full
-    if np.any(inner):
-        xi, mi = xs[inner], ms[inner]
-        rest = mi - xi
-        k = len(xi)
-        # Each piece elementwise, the three remainders and the two deviances in one pass each.
-        remainders = _stirling_remainder(np.concatenate([mi, xi, rest]))
-        deviances = _deviance(np.concatenate([xi, rest]), np.concatenate([mi * p, mi * q]))
-        log_c = (
-            remainders[:k]
-            - remainders[k : 2 * k]
-            - remainders[2 * k :]
-            - deviances[:k]
-            - deviances[k:]
-        )
-        out[inner] = np.exp(log_c) * np.sqrt(mi / (2.0 * math.pi * xi * rest))
+    every = xs.ndim == 1 and bool(np.all(inner))
+    if every or np.any(inner):
+        one_m = np.ndim(m) == 0 and xs.ndim == 1
+        xi = xs if every else xs[inner]
+        if one_m:
+            # One number of trials: its remainder once, the means as numbers (the same
+            # doubles, elementwise, as with m repeated).
+            mi: NDArray[np.float64] | np.float64 = np.float64(ms[0]) if len(ms) else np.float64(0)
+            rest = mi - xi
+            k = len(xi)
+            remainders = _stirling_remainder(np.concatenate([xi, rest]))
+            log_c = (
+                _stirling_remainder(np.array([mi]))[0]
+                - remainders[:k]
+                - remainders[k:]
+                - _deviance(xi, mi * p)
+                - _deviance(rest, mi * q)
+            )
+        else:
+            mi = ms if every else ms[inner]
+            rest = mi - xi
+            k = len(xi)
+            # Each piece elementwise, the three remainders and the two deviances in one pass each.
+            remainders = _stirling_remainder(np.concatenate([mi, xi, rest]))
+            deviances = _deviance(np.concatenate([xi, rest]), np.concatenate([mi * p, mi * q]))
+            log_c = (
+                remainders[:k]
+                - remainders[k : 2 * k]
+                - remainders[2 * k :]
+                - deviances[:k]
+                - deviances[k:]
+            )
+        np.exp(log_c, out=log_c)
+        values: NDArray[np.float64] = log_c * np.sqrt(mi / (2.0 * math.pi * xi * rest))
+        if every:
+            return values
+        out[inner] = values
     return out
 
 
@@ -263,8 +343,11 @@ def binomial_windows(
     if plans:
         sizes = [hi - lo + 1 for _, lo, hi, _, _ in plans]
         x = np.concatenate([np.arange(lo, hi + 1, dtype=np.float64) for _, lo, hi, _, _ in plans])
-        trials = np.repeat(np.array([key[0] for key, *_ in plans], dtype=np.float64), sizes)
-        pmf_all = binomial_pmf(x, trials, p, complement)
+        if len(plans) == 1:  # one number of trials (the same doubles as the array form)
+            pmf_all = binomial_pmf(x, plans[0][0][0], p, complement)
+        else:
+            trials = np.repeat(np.array([key[0] for key, *_ in plans], dtype=np.float64), sizes)
+            pmf_all = binomial_pmf(x, trials, p, complement)
         offset = 0
         for (key, lo, _hi, dropped, rel_error), size in zip(plans, sizes, strict=True):
             pmf = pmf_all[offset : offset + size].copy()

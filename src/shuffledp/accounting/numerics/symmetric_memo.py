@@ -35,38 +35,47 @@ from scipy import special
 
 from shuffledp.accounting.numerics.binomial import binomial_pmf
 
-__all__ = ["kept_values", "symmetric_points", "symmetric_tails"]
+__all__ = ["kept_values", "symmetric_line_values", "symmetric_points", "symmetric_tails"]
 
 _Values = NDArray[np.float64]
 
 #: Multipliers of the hash (odd 64-bit constants: golden ratio, and one of MurmurHash3's).
 _MIX_TRIALS = np.uint64(0x9E3779B97F4A7C15)
 _MIX_POINT = np.uint64(0xC2B2AE3D27D4EB4F)
-_FIRST_BITS = 14
+_FIRST_BITS = 16
+#: Slots looked at per key, from its hash on. A key not found within them is
+#: computed (a miss), and one that finds no empty slot within them is not kept:
+#: either way the value handed back is the computed one, and no call loops over
+#: a long chain.
+_PROBES = 4
 #: Entries kept at most; a table that would grow past them starts over (each table
 #: stays below about 50 MB whatever the search).
-_MAX_ENTRIES = 1 << 20
+_MAX_ENTRIES = 1 << 19
 #: Calls whose trials all stay below this are computed, not looked up: there a tail
 #: costs about what a lookup does.
 _KEPT_FROM_TRIALS = 4096.0
 
 
 class _Table:
-    """Exact (trials, point) → value pairs, linear probing, at most half full.
+    """Exact (trials, point) → value pairs, linear probing over at most 4 slots, ≤ ¼ full.
 
     A key is one complex number, trials + i·point, so that writing it is one
     assignment (of several writers to one slot exactly one key lands whole); a
-    value is written after its key, by the writers whose key landed.
+    value is written after its key, by the writers whose key landed. Nothing is
+    ever removed (a table only starts over), so a key kept within the first
+    :data:`_PROBES` slots from its hash is found there.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, width: int = 1) -> None:
+        self.width = width  # values per key
         self.reset(_FIRST_BITS)
 
     def reset(self, bits: int) -> None:
         """Empty the table, with 2**bits slots."""
         self.bits = bits
         self.keys = np.full(1 << bits, complex(np.nan, 0.0))  # NaN marks an empty slot
-        self.values = np.zeros(1 << bits)
+        shape = (1 << bits,) if self.width == 1 else (1 << bits, self.width)
+        self.values = np.zeros(shape)
         self.used = 0
 
     def _slots(self, trials: _Values, points: _Values) -> NDArray[np.int64]:
@@ -78,29 +87,38 @@ class _Table:
     def find(self, trials: _Values, points: _Values) -> tuple[_Values, NDArray[np.bool_]]:
         """The values kept for these pairs, and where one was kept."""
         wanted = trials + 1j * points
-        out = np.zeros(len(trials))
         found = np.zeros(len(trials), dtype=bool)
         mask = (1 << self.bits) - 1
         pending = np.arange(len(trials))
         slots = self._slots(trials, points)
-        while len(pending):
+        hits, hit_slots = [], []
+        for _ in range(_PROBES):
             kept = self.keys[slots]
             match = kept == wanted[pending]
-            out[pending[match]] = self.values[slots[match]]
-            found[pending[match]] = True
+            hits.append(pending[match])
+            hit_slots.append(slots[match])
             going = ~match & ~np.isnan(kept.real)
+            if not np.any(going):
+                break
             pending, slots = pending[going], (slots[going] + 1) & mask
+        out = np.zeros((len(trials), *self.values.shape[1:]))
+        where = np.concatenate(hits)
+        found[where] = True
+        out[where] = np.take(self.values, np.concatenate(hit_slots), axis=0)
         return out, found
 
     def add(self, trials: _Values, points: _Values, values: _Values) -> None:
-        """Keep these pairs (not kept yet; repeats among them are kept once)."""
-        if 2 * (self.used + len(trials)) > (1 << self.bits):
+        """Keep these pairs (not kept yet; repeats among them are kept once).
+
+        A pair with no empty slot among its :data:`_PROBES` is left out.
+        """
+        if 4 * (self.used + len(trials)) > (1 << self.bits):
             self._grow(self.used + len(trials))
         wanted = trials + 1j * points
         mask = (1 << self.bits) - 1
         pending = np.arange(len(trials))
         slots = self._slots(trials, points)
-        while len(pending):
+        for _ in range(_PROBES):
             empty = np.isnan(self.keys[slots].real)
             claim = slots[empty]
             self.keys[claim] = wanted[pending[empty]]
@@ -108,11 +126,13 @@ class _Table:
             self.values[slots[landed]] = values[pending[landed]]
             self.used += len(claim)  # at most: slots claimed twice count twice
             going = ~landed
+            if not np.any(going):
+                break
             pending, slots = pending[going], (slots[going] + 1) & mask
 
     def _grow(self, entries: int) -> None:
         bits = self.bits
-        while 2 * entries > (1 << bits):
+        while 4 * entries > (1 << bits):
             bits += 1
         full = ~np.isnan(self.keys.real)
         keys, values = self.keys[full], self.values[full]
@@ -121,11 +141,17 @@ class _Table:
 
 
 class _Kept:
-    """The tables of one :func:`kept_values` block."""
+    """The tables of one :func:`kept_values` block (each made when first used)."""
 
     def __init__(self) -> None:
-        self.tails = _Table()
-        self.points = _Table()
+        self._tables: dict[str, _Table] = {}
+
+    def table(self, name: str, width: int = 1) -> _Table:
+        """The table called ``name`` (``width`` values per key), made empty on first use."""
+        found = self._tables.get(name)
+        if found is None:
+            found = self._tables[name] = _Table(width)
+        return found
 
 
 _KEPT: ContextVar[_Kept | None] = ContextVar("shuffledp_kept_binomial_values", default=None)
@@ -174,6 +200,27 @@ def _points(trials: _Values, x: _Values) -> _Values:
     return binomial_pmf(x, trials, 0.5)
 
 
+def _line_values(trials: _Values, at_least: _Values) -> _Values:
+    """Rows (P[Bin ≥ j], P[Bin ≥ j + 1], P[Bin = j]) of Bin(trials, ½) at j = ``at_least``.
+
+    A tail is 1 for a threshold ≤ 0 and 0 above ``trials``; in between it is
+    :func:`_tails`'s value (both tails in one ``betainc`` call, elementwise).
+    """
+    size = len(trials)
+    both_trials = np.concatenate([trials, trials])
+    both_at = np.concatenate([at_least, at_least + 1.0])
+    tails = np.zeros(2 * size)
+    tails[both_at <= 0] = 1.0
+    mid = (both_at > 0) & (both_at <= both_trials)
+    if np.any(mid):
+        tails[mid] = _tails(both_trials[mid], both_at[mid])
+    out = np.empty((size, 3))
+    out[:, 0] = tails[:size]
+    out[:, 1] = tails[size:]
+    out[:, 2] = _points(trials, at_least)
+    return out
+
+
 def symmetric_tails(trials: _Values, at_least: _Values) -> _Values:
     """P[Bin(trials, ½) ≥ at_least] for 1 ≤ at_least ≤ trials (1-D arrays of integers).
 
@@ -185,7 +232,7 @@ def symmetric_tails(trials: _Values, at_least: _Values) -> _Values:
     kept = _KEPT.get()
     if kept is None or len(trials) == 0 or trials.max() < _KEPT_FROM_TRIALS:
         return _tails(trials, at_least)
-    return _through(kept.tails, _tails, trials, at_least)
+    return _through(kept.table("tails"), _tails, trials, at_least)
 
 
 def symmetric_points(x: _Values, trials: _Values) -> _Values:
@@ -195,4 +242,23 @@ def symmetric_points(x: _Values, trials: _Values) -> _Values:
     kept = _KEPT.get()
     if kept is None or len(x) == 0 or trials.max() < _KEPT_FROM_TRIALS:
         return _points(trials, x)
-    return _through(kept.points, _points, trials, x)
+    return _through(kept.table("points"), _points, trials, x)
+
+
+def symmetric_line_values(trials: _Values, at_least: _Values) -> tuple[_Values, _Values, _Values]:
+    """P[Bin(trials, ½) ≥ j], P[Bin(trials, ½) ≥ j + 1] and P[Bin(trials, ½) = j], j = ``at_least``.
+
+    What one line of the two-count kernel asks at its threshold j (1-D arrays of
+    integers, 0 ≤ j ≤ trials): a tail is 1 for j + 1 ≤ 0 and 0 for j + 1 >
+    trials, else the value :func:`symmetric_tails` gives; the point is
+    :func:`symmetric_points`'s. The three are kept together, under one key,
+    inside :func:`kept_values`.
+    """
+    trials = np.ascontiguousarray(trials, dtype=np.float64)
+    at_least = np.ascontiguousarray(at_least, dtype=np.float64)
+    kept = _KEPT.get()
+    if kept is None or len(trials) == 0 or trials.max() < _KEPT_FROM_TRIALS:
+        rows = _line_values(trials, at_least)
+    else:
+        rows = _through(kept.table("lines", 3), _line_values, trials, at_least)
+    return rows[:, 0], rows[:, 1], rows[:, 2]

@@ -45,7 +45,10 @@ from scipy import special
 from shuffledp._validation import InvalidParameterError, check_int, check_rounding
 from shuffledp.accounting.numerics.binomial import DEFAULT_TAIL, binomial_window, binomial_windows
 from shuffledp.accounting.numerics.hockey_stick import hockey_stick
-from shuffledp.accounting.numerics.symmetric_memo import symmetric_points, symmetric_tails
+from shuffledp.accounting.numerics.symmetric_memo import (
+    symmetric_line_values,
+    symmetric_points,
+)
 
 __all__ = [
     "BlockMemo",
@@ -182,20 +185,6 @@ class TwoCountPair:
         return units + 5.0 * _UNIT_ROUNDOFF / w0
 
 
-def _symmetric_tail(
-    trials: NDArray[np.float64], at_least: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """P[Bin(trials, 1/2) ≥ at_least], elementwise (1 for at_least ≤ 0, 0 above trials)."""
-    out = np.zeros_like(trials)
-    ones = at_least <= 0
-    out[ones] = 1.0
-    mid = ~ones & (at_least <= trials)
-    if np.any(mid):
-        j = at_least[mid]
-        out[mid] = symmetric_tails(trials[mid], j)  # I_½(j, trials − j + 1)
-    return out
-
-
 #: Above this ε only the top point x = s of a line can have P > e^ε Q (for s < 1e12).
 _TOP_ONLY = 30.0
 #: Margin (in ε) of the widened region whose mass the allowance charges, beyond 3ρ:
@@ -237,17 +226,26 @@ _UNDERFLOW = 1e-300
 
 
 def _largest_point(
-    trials: NDArray[np.float64], low: NDArray[np.float64], high: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    trials: NDArray[np.float64],
+    low: NDArray[np.float64],
+    high: NDArray[np.float64],
+    *,
+    known: NDArray[np.float64],
+) -> NDArray[np.float64]:
     """The largest P[Bin(trials, ½) = x] over integers x in [low, high] (low ≤ high), per entry.
 
     The pmf is unimodal with its largest value at ⌊trials/2⌋ (and ⌈trials/2⌉):
     the largest over an interval is at that mode when the interval holds it,
-    else at the end nearer to it. Returns that x and the value.
+    else at the end nearer to it. ``known`` holds P[Bin(trials, ½) = low], used
+    where that x is ``low``.
     """
     mode = np.floor(trials / 2.0)
     nearest = np.clip(mode, low, high)
-    return nearest, symmetric_points(nearest, trials)
+    values = known.copy()
+    inside = nearest != low
+    if np.any(inside):
+        values[inside] = symmetric_points(nearest[inside], trials[inside])
+    return values
 
 
 def line_divergence_each(
@@ -326,8 +324,9 @@ def line_divergence_each(
     a, g, sl, log_ratio = a[wide], g[wide], sl[wide], log_ratio[wide]
     count_w = _top_counts(a, g, sl, wide_eps)
     # Top `count` points x = s − count + 1, …, s:  Σ b_{s−1}(x − 1) = P[Bin(s−1, ½) ≥ s − count].
-    tail_1w = _symmetric_tail(sl - 1.0, sl - count_w)
-    tail_2w = _symmetric_tail(sl - 1.0, sl - count_w + 1.0)
+    # With j = s − count: T₁ = P[Bin(s−1, ½) ≥ j], T₂ = P[… ≥ j + 1] and b_{s−1}(j), one lookup.
+    low_w = sl - count_w
+    tail_1w, tail_2w, point_w = symmetric_line_values(sl - 1.0, low_w)
     masses[index] = a * tail_1w + g * tail_2w
     # The model's count at ε + κ (0 where even the top point is out): the true count is above.
     narrow = log_ratio > epsilon + kappa
@@ -338,7 +337,7 @@ def line_divergence_each(
     # a range that starts at 0 points starts at the top point).
     expm1_eps = math.expm1(min(epsilon, 700.0))
     scaled_all = _exp_times(epsilon, g)
-    nearest, biggest = _largest_point(sl - 1.0, sl - count_w, sl - np.maximum(count_n, 1.0))
+    biggest = _largest_point(sl - 1.0, low_w, sl - np.maximum(count_n, 1.0), known=point_w)
     with np.errstate(over="ignore", invalid="ignore"):
         drift = np.where(tail_2w > 0, (a + g) * expm1_eps * tail_2w, 0.0)
     weights_charge = rho * ((a + scaled_all) * biggest + drift)
@@ -350,16 +349,13 @@ def line_divergence_each(
     a, g, sl, count_w, tail_2 = a[on], g[on], sl[on], count_w[on], tail_2w[on]
     scaled_g = scaled_all[on]
     count = _top_counts(a, g, sl, epsilon)
+    # b at the threshold: mostly the point at the widened region's threshold (kept above).
+    point = point_w[on]
     other = count != count_w
     if np.any(other):
-        tail_2 = tail_2.copy()
-        tail_2[other] = _symmetric_tail(sl[other] - 1.0, sl[other] - count[other] + 1.0)
-    # b at the threshold; mostly the very point the range's largest was taken at (reused).
-    at = sl - count
-    point = biggest[on]
-    fresh = at != nearest[on]
-    if np.any(fresh):
-        point[fresh] = symmetric_points(at[fresh], sl[fresh] - 1.0)
+        _, tail_2[other], point[other] = symmetric_line_values(
+            sl[other] - 1.0, sl[other] - count[other]
+        )
     first = (a - scaled_g) * point
     # (e^ε − 1)·T₂; for ε > 30 only the top point counts (T₂ = 0), so no inf·0 arises.
     with np.errstate(over="ignore", invalid="ignore"):
@@ -487,6 +483,9 @@ class _Lines:
         rho: Relative error bound of every α_s and γ_s.
         dropped: Blanket mass outside C's window.
         pmf_error: Relative error bound of the blanket pmf entries.
+        padded: Rows mass, lam, lam_c, lam_low, lam_c_high, each with a 0 after its
+            last line (what :func:`_segments` reduces over; the attributes above
+            are views of these rows).
     """
 
     s: NDArray[np.float64]
@@ -502,6 +501,11 @@ class _Lines:
     rho: float
     dropped: float
     pmf_error: float
+    padded: NDArray[np.float64]
+
+
+#: Rows of :attr:`_Lines.padded`.
+_MASS, _LAM, _LAM_C, _LAM_LOW, _LAM_C_HIGH = range(5)
 
 
 @functools.lru_cache(maxsize=256)
@@ -514,17 +518,20 @@ def _pair_lines(pair: TwoCountPair, tail: float) -> _Lines:
     b_prev = np.concatenate([[0.0], window.pmf])
     alpha = 0.5 * w0 * b_s + pair.w1 * b_prev
     gamma = 0.5 * w0 * b_s + pair.w2 * b_prev
-    mass = alpha + gamma
+    n = len(s)
+    padded = np.zeros((5, n + 1))
+    mass, lam, lam_c, lam_low, lam_c_high = (row[:n] for row in padded)
+    np.add(alpha, gamma, out=mass)
     with np.errstate(invalid="ignore", divide="ignore"):
-        lam = np.where(mass > 0, alpha / mass, 0.5)
-        lam_c = np.where(mass > 0, gamma / mass, 0.5)
+        lam[:] = np.where(mass > 0, alpha / mass, 0.5)
+        lam_c[:] = np.where(mass > 0, gamma / mass, 0.5)
     # A γ that underflowed to 0 (its weight and pmf positive) looks like a line the
     # adversary reads perfectly: harmless above, but a lower side must not count it.
     underflow = (gamma == 0.0) & (alpha > 0.0) & ((pair.w2 > 0.0) | (w0 > 0.0))
-    lam_low = np.where(underflow, 0.5, lam)  # G(½, s) = 0
-    lam_c_high = np.where(underflow, 0.5, lam_c)
+    lam_low[:] = np.where(underflow, 0.5, lam)  # G(½, s) = 0
+    lam_c_high[:] = np.where(underflow, 0.5, lam_c)
     cum = np.concatenate([[0.0], np.cumsum(mass)])
-    for array in (s, alpha, gamma, lam, lam_c, lam_low, lam_c_high, underflow, mass, cum):
+    for array in (s, alpha, gamma, lam, lam_c, lam_low, lam_c_high, underflow, mass, cum, padded):
         array.setflags(write=False)
     # α, γ: the pmf's and the weights' errors, plus two products and a sum.
     rho = window.rel_error + pair.weight_error + 4.0 * _UNIT_ROUNDOFF
@@ -542,6 +549,7 @@ def _pair_lines(pair: TwoCountPair, tail: float) -> _Lines:
         rho,
         window.dropped,
         window.rel_error,
+        padded,
     )
 
 
@@ -561,17 +569,24 @@ DEFAULT_TOLERANCE = 1e-6
 
 def _segments(
     ufunc: np.ufunc,
-    values: NDArray[np.float64],
-    starts: NDArray[np.int64],
-    ends: NDArray[np.int64],
+    padded: NDArray[np.float64],
+    bounds: NDArray[np.int64],
 ) -> NDArray[np.float64]:
-    """``ufunc`` reduced over each segment values[start:end] (disjoint, increasing, non-empty)."""
-    padded = np.append(values, 0.0)  # reduceat needs every index below the length
+    """``ufunc`` reduced over each segment [start, end) of ``padded`` (see :func:`_bounds`).
+
+    ``padded`` ends with one entry past the lines (reduceat needs every index
+    below the length).
+    """
+    out: NDArray[np.float64] = ufunc.reduceat(padded, bounds)[0::2]
+    return out
+
+
+def _bounds(starts: NDArray[np.int64], ends: NDArray[np.int64]) -> NDArray[np.int64]:
+    """start₀, end₀, start₁, end₁, … of disjoint, increasing, non-empty segments."""
     bounds = np.empty(2 * len(starts), dtype=np.int64)
     bounds[0::2] = starts
     bounds[1::2] = ends
-    out: NDArray[np.float64] = ufunc.reduceat(padded, bounds)[0::2]
-    return out
+    return bounds
 
 
 def _virtual_lines(
@@ -585,16 +600,17 @@ def _virtual_lines(
     weights against the exact M·λ: M sums positive terms (ρ plus one rounding
     per term), λ is a ratio of two of them (2ρ + 2u), and one product.
     """
-    mass = _segments(np.add, lines.mass, starts, ends)
+    rows, bounds = lines.padded, _bounds(starts, ends)
+    mass = _segments(np.add, rows[_MASS], bounds)
     if upper:
-        lam = _segments(np.maximum, lines.lam, starts, ends)
-        lam_c = _segments(np.minimum, lines.lam_c, starts, ends)
+        lam = _segments(np.maximum, rows[_LAM], bounds)
+        lam_c = _segments(np.minimum, rows[_LAM_C], bounds)
         # Line 0 carries nothing (no split to see) and G(λ, 1) ≥ G(λ, s) for s ≥ 1:
         # a block starting at line 0 is bounded at line 1.
         s = np.maximum(lines.s[starts], 1.0)
     else:
-        lam = _segments(np.minimum, lines.lam_low, starts, ends)
-        lam_c = _segments(np.maximum, lines.lam_c_high, starts, ends)
+        lam = _segments(np.minimum, rows[_LAM_LOW], bounds)
+        lam_c = _segments(np.maximum, rows[_LAM_C_HIGH], bounds)
         s = lines.s[ends - 1]
     width = int(np.max(ends - starts)) if len(starts) else 1
     if width == 1:  # each virtual line is its own line: M·λ = α up to three roundings
