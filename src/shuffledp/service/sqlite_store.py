@@ -237,6 +237,9 @@ class _Job(Generic[T]):
     run: Callable[[sqlite3.Connection], T]
     future: concurrent.futures.Future[T]
     checkpoint: bool = False
+    #: Checkpoint before the caller hears of the commit (what it wrote over is gone
+    #: from the database file by the time the call returns), not only soon after.
+    checkpoint_first: bool = False
 
 
 class SQLiteDatabase:
@@ -327,21 +330,32 @@ class SQLiteDatabase:
             raise StoreError(f"store {str(self.path)!r} is not usable: {exc}") from None
         check_meta(rows, str(self.path), role, task_id)
 
-    def write(self, run: Callable[[sqlite3.Connection], T], *, checkpoint: bool = False) -> T:
+    def write(
+        self,
+        run: Callable[[sqlite3.Connection], T],
+        *,
+        checkpoint: bool = False,
+        checkpoint_first: bool = False,
+    ) -> T:
         """Run ``run(conn)`` in the writer's next transaction; return once it is committed.
 
         ``run`` executes inside a SAVEPOINT: if it raises, its own changes are
         undone, the exception reaches the caller and the group's other writes
         still commit. With ``checkpoint`` the WAL is checkpointed and truncated
-        after the commit.
+        soon after the commit; with ``checkpoint_first``, before this call returns.
 
         Raises:
             StoreError: If the store is closed or the commit failed.
         """
-        return self.write_future(run, checkpoint=checkpoint).result()
+        future = self.write_future(run, checkpoint=checkpoint, checkpoint_first=checkpoint_first)
+        return future.result()
 
     def write_future(
-        self, run: Callable[[sqlite3.Connection], T], *, checkpoint: bool = False
+        self,
+        run: Callable[[sqlite3.Connection], T],
+        *,
+        checkpoint: bool = False,
+        checkpoint_first: bool = False,
     ) -> concurrent.futures.Future[T]:
         """Queue ``run(conn)`` as :meth:`write` does, without waiting for the commit.
 
@@ -357,7 +371,9 @@ class SQLiteDatabase:
             raise StoreError("store is read-only")
         if not self._writer.is_alive():
             raise StoreError("store is closed")
-        job: _Job[T] = _Job(run, concurrent.futures.Future(), checkpoint)
+        job: _Job[T] = _Job(
+            run, concurrent.futures.Future(), checkpoint or checkpoint_first, checkpoint_first
+        )
         self._queue.put(job)
         return job.future
 
@@ -489,12 +505,15 @@ class SQLiteDatabase:
                 if not job.future.done():
                     job.future.set_exception(failed)
             return
+        first = any(job.checkpoint_first for job in jobs)
+        if first:  # the whole group's commit, checkpointed before anyone hears of it
+            self._checkpoint(conn)
         for job, result, failure in outcomes:
             if failure is None:
                 job.future.set_result(result)
             else:
                 job.future.set_exception(failure)
-        if any(job.checkpoint for job in jobs):
+        if not first and any(job.checkpoint for job in jobs):
             self._checkpoint_due = time.monotonic()
         due = self._checkpoint_due
         if due is not None and (time.monotonic() >= due or self._queue.empty()):
@@ -918,7 +937,7 @@ class SQLiteShufflerStore:
         self._waiting = _Waiting()
         self.db.after_rollback = self._waiting.invalidate
         try:
-            self.db.write(lambda conn: _open_slots(conn, self._waiting), checkpoint=True)
+            self.db.write(lambda conn: _open_slots(conn, self._waiting), checkpoint_first=True)
         except BaseException:
             self.close()
             raise
@@ -994,7 +1013,7 @@ class SQLiteShufflerStore:
             held.valid = True  # every change of this write is made
             return batch
 
-        return self.db.write(run, checkpoint=True)
+        return self.db.write(run, checkpoint_first=True)
 
     def unsent_batches(self) -> list[str]:
         """See :meth:`ShufflerStore.unsent_batches`."""
@@ -1021,7 +1040,7 @@ class SQLiteShufflerStore:
             lambda conn: conn.execute(
                 "UPDATE batches SET sent = 1, payload = NULL WHERE batch_id = ?", (batch_id,)
             ),
-            checkpoint=True,
+            checkpoint_first=True,
         )
 
     def stats(self) -> dict[str, int]:
