@@ -25,7 +25,12 @@ from shuffledp.accounting.numerics.symmetric_memo import (
     symmetric_points,
     symmetric_tails,
 )
-from shuffledp.accounting.numerics.two_counts import TwoCountPair, two_count_delta
+from shuffledp.accounting.numerics.two_counts import (
+    TwoCountPair,
+    line_divergence_each,
+    two_count_delta,
+    two_count_deltas,
+)
 from shuffledp.accounting.published.variation_ratio import fmt2021_numeric_pair, vr_generic_pair
 
 
@@ -96,6 +101,24 @@ def test_line_values_are_the_tails_and_point_computed_alone():
             assert np.array_equal(got, expected[pick])
 
 
+def test_a_line_kept_without_its_first_tail_gets_it_when_asked():
+    # Lines that need no mass ask for the last two values only; the same key asked
+    # later with its first tail gets the very double it would have had.
+    rng = np.random.default_rng(6)
+    trials, at_least, _ = _arguments(rng, 2000)
+    trials = trials + 5000.0
+    full = np.column_stack(symmetric_line_values(trials, at_least))
+    some = rng.random(len(trials)) < 0.5
+    with kept_values():
+        first, second, point = symmetric_line_values(trials, at_least, some)
+        assert np.array_equal(first[some], full[some, 0]) and np.all(np.isnan(first[~some]))
+        assert np.array_equal(second, full[:, 1]) and np.array_equal(point, full[:, 2])
+        pick = rng.integers(0, len(trials), 3000)
+        again = np.column_stack(symmetric_line_values(trials[pick], at_least[pick]))
+        assert np.array_equal(again, full[pick])
+        assert np.array_equal(np.column_stack(symmetric_line_values(trials, at_least)), full)
+
+
 def test_a_crowded_table_misses_but_never_answers_wrong(monkeypatch):
     # With one probe per key most keys collide: they are computed again (misses), or
     # not kept at all, and every answer is still the computed double.
@@ -140,6 +163,41 @@ def test_a_certificate_is_bit_for_bit_the_same_with_values_kept(pair):
     with kept_values():
         kept = [two_count_delta(pair, e, rounding=r) for e in grid for r in ("up", "down")]
     assert kept == plain
+
+
+@pytest.mark.parametrize("relative_error", [0.0, 1e-12])
+def test_massless_lines_have_the_same_divergences_and_charges(relative_error):
+    # The lower sides of blocks that steer an upper bound skip their masses (a
+    # tail each); what they do report must be the same doubles.
+    rng = np.random.default_rng(7)
+    size = 3000
+    s = np.floor(10.0 ** rng.uniform(0.0, 7.5, size))
+    alpha = 10.0 ** rng.uniform(-12.0, -2.0, size)
+    gamma = alpha * rng.uniform(0.0, 1.0, size) ** 2
+    massless = rng.random(size) < 0.5
+    for epsilon in (0.0, 1e-4, 3e-3, 0.1, 2.0, 40.0):
+        with kept_values():
+            plain = line_divergence_each(alpha, gamma, s, epsilon, relative_error=relative_error)
+            light = line_divergence_each(
+                alpha, gamma, s, epsilon, relative_error=relative_error, massless=massless
+            )
+        assert np.array_equal(light[0], plain[0]) and np.array_equal(light[2], plain[2])
+        assert np.array_equal(light[1][~massless], plain[1][~massless])
+
+
+def test_an_upper_bound_is_the_same_whether_lower_sides_carry_masses():
+    # two_count_deltas rounding up skips the lower sides' masses; with a memo (which
+    # a later call may round down) it keeps them. Both give the same upper bound,
+    # and the memo's blocks still give the lower bound (the pairs in one batch, as
+    # without a memo: a batch shares its largest relative error).
+    pairs = [vr_generic_pair(0.8, 3 * 10**6), fmt2021_numeric_pair(1.5, 200_000)]
+    for epsilon in (0.002, 0.01):
+        memo = {}
+        light = two_count_deltas(pairs, epsilon, rounding="up")
+        kept = two_count_deltas(pairs, epsilon, rounding="up", memo=memo)
+        down = two_count_deltas(pairs, epsilon, rounding="down", memo=memo)
+        assert light == kept
+        assert down == two_count_deltas(pairs, epsilon, rounding="down")
 
 
 def test_nested_blocks_share_and_threads_do_not():

@@ -15,9 +15,11 @@ certificate is bit for bit what it is without them. Outside :func:`kept_values`
 computations.
 
 The store is an open-addressing hash table on the exact (N, x) pairs, looked up
-and filled with a few vectorized passes, so that a hit costs about a twentieth
-of a tail evaluation at N ~ 10⁶; calls whose N all stay below 4096, where a tail
-costs about what a lookup does, are computed as they come.
+and filled with a few vectorized passes (at most four slots per key), so that a
+hit costs about a twentieth of a tail evaluation at N ~ 10⁶; calls whose N all
+stay below 4096, where a tail costs about what a lookup does, are computed as
+they come. The two-count kernel asks for a line's two tails and its point at
+one threshold together (:func:`symmetric_line_values`), kept under one key.
 
 Group: the numerical core (``shuffledp.accounting.numerics``); imports only numpy,
 scipy, ``shuffledp._validation`` and other modules of the core.
@@ -49,20 +51,23 @@ _FIRST_BITS = 16
 #: a long chain.
 _PROBES = 4
 #: Entries kept at most; a table that would grow past them starts over (each table
-#: stays below about 50 MB whatever the search).
-_MAX_ENTRIES = 1 << 19
+#: stays below about 60 MB whatever the search).
+_MAX_ENTRIES = 1 << 20
 #: Calls whose trials all stay below this are computed, not looked up: there a tail
 #: costs about what a lookup does.
 _KEPT_FROM_TRIALS = 4096.0
 
 
 class _Table:
-    """Exact (trials, point) → value pairs, linear probing over at most 4 slots, ≤ ¼ full.
+    """Exact (trials, point) → value pairs: open addressing over at most 4 slots, ≤ ¼ full.
 
-    A key is one complex number, trials + i·point, so that writing it is one
-    assignment (of several writers to one slot exactly one key lands whole); a
-    value is written after its key, by the writers whose key landed. Nothing is
-    ever removed (a table only starts over), so a key kept within the first
+    The slots hold entry numbers (0: empty); the entries (a key and its values)
+    are written one after another in dense arrays, so a table touches little
+    memory beyond what it keeps. A key is one complex number, trials + i·point;
+    entry 0's key is NaN, equal to no key, so an empty slot matches nothing.
+    Of several writers claiming one empty slot exactly one entry lands (the
+    others are left behind, unreferenced, and probe on). Nothing is ever
+    removed (a table only starts over), so a key kept within the first
     :data:`_PROBES` slots from its hash is found there.
     """
 
@@ -71,60 +76,72 @@ class _Table:
         self.reset(_FIRST_BITS)
 
     def reset(self, bits: int) -> None:
-        """Empty the table, with 2**bits slots."""
+        """Empty the table, with 2**bits slots (and room for a quarter as many entries)."""
         self.bits = bits
-        self.keys = np.full(1 << bits, complex(np.nan, 0.0))  # NaN marks an empty slot
-        shape = (1 << bits,) if self.width == 1 else (1 << bits, self.width)
-        self.values = np.zeros(shape)
-        self.used = 0
+        self.slots = np.zeros(1 << bits, dtype=np.int32)
+        room = (1 << bits) // 4 + 1
+        self.keys = np.empty(room, dtype=np.complex128)
+        self.keys[0] = complex(np.nan, 0.0)
+        self.values = np.empty((room,) if self.width == 1 else (room, self.width))
+        self.used = 0  # entries written after entry 0
 
-    def _slots(self, trials: _Values, points: _Values) -> NDArray[np.int64]:
+    def _hash(self, trials: _Values, points: _Values) -> NDArray[np.int64]:
         # Hash of the exact bit patterns (equal doubles other than ±0 have equal bits;
         # a ±0 mismatch only costs a miss).
         mixed = (trials.view(np.uint64) * _MIX_TRIALS) ^ (points.view(np.uint64) * _MIX_POINT)
         return (mixed >> np.uint64(64 - self.bits)).astype(np.int64)
 
-    def find(self, trials: _Values, points: _Values) -> tuple[_Values, NDArray[np.bool_]]:
-        """The values kept for these pairs, and where one was kept."""
+    def find(
+        self, trials: _Values, points: _Values
+    ) -> tuple[_Values, NDArray[np.bool_], NDArray[np.int32]]:
+        """The values kept for these pairs, where one was kept, and its entry (0: none)."""
         wanted = trials + 1j * points
         found = np.zeros(len(trials), dtype=bool)
         mask = (1 << self.bits) - 1
         pending = np.arange(len(trials))
-        slots = self._slots(trials, points)
-        hits, hit_slots = [], []
+        slots = self._hash(trials, points)
+        hits, entries = [], []
         for _ in range(_PROBES):
-            kept = self.keys[slots]
-            match = kept == wanted[pending]
+            entry = self.slots[slots]
+            match = self.keys[entry] == wanted[pending]
             hits.append(pending[match])
-            hit_slots.append(slots[match])
-            going = ~match & ~np.isnan(kept.real)
+            entries.append(entry[match])
+            going = ~match & (entry != 0)
             if not np.any(going):
                 break
             pending, slots = pending[going], (slots[going] + 1) & mask
         out = np.zeros((len(trials), *self.values.shape[1:]))
-        where = np.concatenate(hits)
+        where, kept = np.concatenate(hits), np.concatenate(entries)
         found[where] = True
-        out[where] = np.take(self.values, np.concatenate(hit_slots), axis=0)
-        return out, found
+        out[where] = np.take(self.values, kept, axis=0)
+        entry = np.zeros(len(trials), dtype=np.int32)
+        entry[where] = kept
+        return out, found, entry
 
     def add(self, trials: _Values, points: _Values, values: _Values) -> None:
         """Keep these pairs (not kept yet; repeats among them are kept once).
 
-        A pair with no empty slot among its :data:`_PROBES` is left out.
+        A pair with no empty slot among its :data:`_PROBES`, or no room left for
+        its entry, is left out.
         """
         if 4 * (self.used + len(trials)) > (1 << self.bits):
             self._grow(self.used + len(trials))
         wanted = trials + 1j * points
         mask = (1 << self.bits) - 1
         pending = np.arange(len(trials))
-        slots = self._slots(trials, points)
+        slots = self._hash(trials, points)
         for _ in range(_PROBES):
-            empty = np.isnan(self.keys[slots].real)
-            claim = slots[empty]
-            self.keys[claim] = wanted[pending[empty]]
-            landed = self.keys[slots] == wanted[pending]  # its own key, or a twin's
-            self.values[slots[landed]] = values[pending[landed]]
-            self.used += len(claim)  # at most: slots claimed twice count twice
+            empty = self.slots[slots] == 0
+            writers = pending[empty]
+            first = self.used + 1
+            last = first + len(writers)
+            if last > len(self.keys):
+                break
+            self.keys[first:last] = wanted[writers]
+            self.values[first:last] = values[writers]
+            self.slots[slots[empty]] = np.arange(first, last, dtype=np.int32)
+            self.used += len(writers)
+            landed = self.keys[self.slots[slots]] == wanted[pending]  # its own key or a twin's
             going = ~landed
             if not np.any(going):
                 break
@@ -134,8 +151,8 @@ class _Table:
         bits = self.bits
         while 4 * entries > (1 << bits):
             bits += 1
-        full = ~np.isnan(self.keys.real)
-        keys, values = self.keys[full], self.values[full]
+        live = self.slots[self.slots != 0]
+        keys, values = self.keys[live], self.values[live]
         self.reset(bits)
         self.add(np.ascontiguousarray(keys.real), np.ascontiguousarray(keys.imag), values)
 
@@ -180,15 +197,26 @@ def _through(
     trials: _Values,
     points: _Values,
 ) -> _Values:
-    out, found = table.find(trials, points)
-    missing = ~found
+    out, found, _ = table.find(trials, points)
+    _fill(table, compute, trials, points, out, ~found)
+    return out
+
+
+def _fill(
+    table: _Table,
+    compute: Callable[[_Values, _Values], _Values],
+    trials: _Values,
+    points: _Values,
+    out: _Values,
+    missing: NDArray[np.bool_],
+) -> None:
+    """Compute the ``missing`` entries of ``out`` and keep them."""
     if np.any(missing):
         fresh = np.asarray(compute(trials[missing], points[missing]), dtype=np.float64)
         out[missing] = fresh
         if table.used + len(fresh) > _MAX_ENTRIES:
             table.reset(_FIRST_BITS)
         table.add(trials[missing], points[missing], fresh)
-    return out
 
 
 def _tails(trials: _Values, at_least: _Values) -> _Values:
@@ -200,25 +228,55 @@ def _points(trials: _Values, x: _Values) -> _Values:
     return binomial_pmf(x, trials, 0.5)
 
 
-def _line_values(trials: _Values, at_least: _Values) -> _Values:
+def _tail_from(trials: _Values, at_least: _Values) -> _Values:
+    """P[Bin(trials, ½) ≥ at_least]: 1 for at_least ≤ 0, 0 above ``trials``, else :func:`_tails`."""
+    out = np.zeros(len(trials))
+    out[at_least <= 0] = 1.0
+    mid = (at_least > 0) & (at_least <= trials)
+    if np.any(mid):
+        out[mid] = _tails(trials[mid], at_least[mid])
+    return out
+
+
+def _line_values(trials: _Values, at_least: _Values, first: NDArray[np.bool_]) -> _Values:
     """Rows (P[Bin ≥ j], P[Bin ≥ j + 1], P[Bin = j]) of Bin(trials, ½) at j = ``at_least``.
 
-    A tail is 1 for a threshold ≤ 0 and 0 above ``trials``; in between it is
-    :func:`_tails`'s value (both tails in one ``betainc`` call, elementwise).
+    The tails as :func:`_tail_from` gives them, the first one only where
+    ``first`` holds (NaN elsewhere); all tails in one ``betainc`` call
+    (elementwise: the same doubles).
     """
-    size = len(trials)
-    both_trials = np.concatenate([trials, trials])
-    both_at = np.concatenate([at_least, at_least + 1.0])
-    tails = np.zeros(2 * size)
-    tails[both_at <= 0] = 1.0
-    mid = (both_at > 0) & (both_at <= both_trials)
-    if np.any(mid):
-        tails[mid] = _tails(both_trials[mid], both_at[mid])
-    out = np.empty((size, 3))
-    out[:, 0] = tails[:size]
-    out[:, 1] = tails[size:]
+    tails = _tail_from(
+        np.concatenate([trials[first], trials]), np.concatenate([at_least[first], at_least + 1.0])
+    )
+    wanted = int(np.count_nonzero(first))
+    out = np.empty((len(trials), 3))
+    out[:, 0] = np.nan
+    out[first, 0] = tails[:wanted]
+    out[:, 1] = tails[wanted:]
     out[:, 2] = _points(trials, at_least)
     return out
+
+
+def _kept_line_values(
+    kept: _Kept, trials: _Values, at_least: _Values, first: NDArray[np.bool_]
+) -> _Values:
+    """Rows of :func:`_line_values` through the ``lines`` table.
+
+    A row kept without its first tail (NaN) gets it computed, and kept, when
+    ``first`` asks for it.
+    """
+    table = kept.table("lines", 3)
+    rows, found, entry = table.find(trials, at_least)
+    partial = found & first & np.isnan(rows[:, 0])
+    if np.any(partial):
+        tails = _tail_from(trials[partial], at_least[partial])
+        rows[partial, 0] = tails
+        table.values[entry[partial], 0] = tails
+    missing = ~found
+    if np.any(missing):
+        wanted = first[missing]
+        _fill(table, lambda n, j: _line_values(n, j, wanted), trials, at_least, rows, missing)
+    return rows
 
 
 def symmetric_tails(trials: _Values, at_least: _Values) -> _Values:
@@ -245,20 +303,29 @@ def symmetric_points(x: _Values, trials: _Values) -> _Values:
     return _through(kept.table("points"), _points, trials, x)
 
 
-def symmetric_line_values(trials: _Values, at_least: _Values) -> tuple[_Values, _Values, _Values]:
+def symmetric_line_values(
+    trials: _Values, at_least: _Values, first: NDArray[np.bool_] | None = None
+) -> tuple[_Values, _Values, _Values]:
     """P[Bin(trials, ½) ≥ j], P[Bin(trials, ½) ≥ j + 1] and P[Bin(trials, ½) = j], j = ``at_least``.
 
     What one line of the two-count kernel asks at its threshold j (1-D arrays of
-    integers, 0 ≤ j ≤ trials): a tail is 1 for j + 1 ≤ 0 and 0 for j + 1 >
-    trials, else the value :func:`symmetric_tails` gives; the point is
+    integers, 0 ≤ j ≤ trials): a tail is 1 for j ≤ 0 and 0 for j > trials,
+    else the value :func:`symmetric_tails` gives; the point is
     :func:`symmetric_points`'s. The three are kept together, under one key,
     inside :func:`kept_values`.
+
+    Args:
+        trials: N per entry.
+        at_least: j per entry.
+        first: Where the first tail is wanted (all entries when ``None``);
+            elsewhere it may come out NaN.
     """
     trials = np.ascontiguousarray(trials, dtype=np.float64)
     at_least = np.ascontiguousarray(at_least, dtype=np.float64)
+    wanted = np.ones(len(trials), dtype=bool) if first is None else np.asarray(first, dtype=bool)
     kept = _KEPT.get()
     if kept is None or len(trials) == 0 or trials.max() < _KEPT_FROM_TRIALS:
-        rows = _line_values(trials, at_least)
+        rows = _line_values(trials, at_least, wanted)
     else:
-        rows = _through(kept.table("lines", 3), _line_values, trials, at_least)
+        rows = _kept_line_values(kept, trials, at_least, wanted)
     return rows[:, 0], rows[:, 1], rows[:, 2]

@@ -248,6 +248,53 @@ def _largest_point(
     return values
 
 
+def _candidates(
+    alpha: NDArray[np.float64], gamma: NDArray[np.float64], lines: NDArray[np.float64]
+) -> tuple[
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.intp],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+]:
+    """The lines (flattened) and those that may be live: where, their α, γ, s and ln(α/γ).
+
+    A line is live (its top point has P > e^ε Q) iff α > e^ε γ: tested on the
+    logarithms, ``inf`` where γ = 0.
+    """
+    alpha_b, gamma_b, s_b = np.broadcast_arrays(
+        np.asarray(alpha, dtype=np.float64),
+        np.asarray(gamma, dtype=np.float64),
+        np.asarray(lines, dtype=np.float64),
+    )
+    alpha, gamma, s = alpha_b.ravel(), gamma_b.ravel(), s_b.ravel()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        candidates = (s >= 1) & (alpha > gamma)
+        index = np.flatnonzero(candidates)
+        a, g, sl = alpha[candidates], gamma[candidates], s[candidates]
+        log_ratio = np.where(g > 0, np.log(a) - np.log(g), np.inf)
+    return alpha, gamma, s, index, a, g, sl, log_ratio
+
+
+def _top_values(
+    a: NDArray[np.float64],
+    g: NDArray[np.float64],
+    scaled_g: NDArray[np.float64],
+    expm1_eps: float,
+    tail_2: NDArray[np.float64],
+    point: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(α − e^ε γ)·b, (α + γ)(e^ε − 1)·T₂ and the line's divergence, their difference (≥ 0)."""
+    first = (a - scaled_g) * point
+    # (e^ε − 1)·T₂; for ε > 30 only the top point counts (T₂ = 0), so no inf·0 arises.
+    with np.errstate(over="ignore", invalid="ignore"):
+        second = np.where(tail_2 > 0, (a + g) * expm1_eps * tail_2, 0.0)
+    return first, second, np.clip(first - second, 0.0, None)
+
+
 def line_divergence_each(
     alpha: NDArray[np.float64],
     gamma: NDArray[np.float64],
@@ -255,6 +302,7 @@ def line_divergence_each(
     epsilon: float,
     *,
     relative_error: float = 0.0,
+    massless: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Sum H_ε over lines x + y = s where P = α·b_{s−1}(x−1) + γ·b_{s−1}(x), Q swaps α and γ.
 
@@ -285,6 +333,10 @@ def line_divergence_each(
         lines: s per line.
         epsilon: ε ≥ 0 (any size).
         relative_error: ρ, a bound on the relative error of every α and γ.
+        massless: Lines (flattened) whose mass nothing will use: theirs may come
+            out NaN, which saves a tail for each live one (the lower sides of
+            blocks that only steer the refinement of an upper bound). Their
+            divergences and charges are the same doubles either way.
 
     Returns:
         Per line (flattened): the divergence; P's mass on the widened region
@@ -293,24 +345,13 @@ def line_divergence_each(
         above) and the evaluation (tails, pmf points, arithmetic).
         :func:`certify` charges the last two.
     """
-    alpha_b, gamma_b, s_b = np.broadcast_arrays(
-        np.asarray(alpha, dtype=np.float64),
-        np.asarray(gamma, dtype=np.float64),
-        np.asarray(lines, dtype=np.float64),
-    )
-    alpha, gamma, s = alpha_b.ravel(), gamma_b.ravel(), s_b.ravel()
+    alpha, gamma, s, index, a, g, sl, log_ratio = _candidates(alpha, gamma, lines)
     values = np.zeros(len(alpha))
     masses = np.zeros(len(alpha))
     charges = np.zeros(len(alpha))
     kappa = 3.0 * relative_error + _LOG_MARGIN
     wide_eps = max(0.0, epsilon - kappa)
     rho = relative_error * (1.0 + 2.0 * relative_error)  # of the true weights, from the model's
-    # A line is live (its top point has P > e^ε Q) iff α > e^ε γ: tested on logarithms.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        candidates = (s >= 1) & (alpha > gamma)
-        index = np.flatnonzero(candidates)
-        a, g, sl = alpha[candidates], gamma[candidates], s[candidates]
-        log_ratio = np.where(g > 0, np.log(a) - np.log(g), np.inf)
     wide = log_ratio > wide_eps
     # At ε within the margin of 0 a line whose computed α does not exceed γ may
     # still be (barely) live; its true contribution is at most the true α − γ
@@ -326,7 +367,8 @@ def line_divergence_each(
     # Top `count` points x = s − count + 1, …, s:  Σ b_{s−1}(x − 1) = P[Bin(s−1, ½) ≥ s − count].
     # With j = s − count: T₁ = P[Bin(s−1, ½) ≥ j], T₂ = P[… ≥ j + 1] and b_{s−1}(j), one lookup.
     low_w = sl - count_w
-    tail_1w, tail_2w, point_w = symmetric_line_values(sl - 1.0, low_w)
+    first = None if massless is None else ~np.asarray(massless, dtype=bool).ravel()[index]
+    tail_1w, tail_2w, point_w = symmetric_line_values(sl - 1.0, low_w, first)
     masses[index] = a * tail_1w + g * tail_2w
     # The model's count at ε + κ (0 where even the top point is out): the true count is above.
     narrow = log_ratio > epsilon + kappa
@@ -354,13 +396,9 @@ def line_divergence_each(
     other = count != count_w
     if np.any(other):
         _, tail_2[other], point[other] = symmetric_line_values(
-            sl[other] - 1.0, sl[other] - count[other]
+            sl[other] - 1.0, sl[other] - count[other], np.zeros(int(np.sum(other)), dtype=bool)
         )
-    first = (a - scaled_g) * point
-    # (e^ε − 1)·T₂; for ε > 30 only the top point counts (T₂ = 0), so no inf·0 arises.
-    with np.errstate(over="ignore", invalid="ignore"):
-        second = np.where(tail_2 > 0, (a + g) * expm1_eps * tail_2, 0.0)
-    values[index_on] = np.clip(first - second, 0.0, None)
+    first, second, values[index_on] = _top_values(a, g, scaled_g, expm1_eps, tail_2, point)
     # Evaluation error: the tail (τ(s − 1)), the pmf point, the products (a few units
     # each), the subtraction α − e^ε γ (three units of α + e^ε γ, plus e^ε's own
     # error), a pmf point or tail that underflowed to 0 (at most 1e-300 each), and
@@ -717,8 +755,18 @@ def two_count_deltas(
         else:
             state.resume(tolerance)
         states.append(state)
-    _refine(states, epsilon, tolerance=tolerance, rounds=rounds)
+    # A lower side's mass serves only a lower bound (kept blocks may serve a later
+    # call that rounds down).
+    _refine(
+        states,
+        epsilon,
+        tolerance=tolerance,
+        rounds=rounds,
+        lower_charges=rounding == "down" or memo is not None,
+    )
     column = 0 if rounding == "up" else 3
+    if column == 3 and not all(state.lower_charged for state in states):  # pragma: no cover
+        raise RuntimeError("a lower bound from blocks whose lower sides were not charged")
     return [
         certify(
             float(np.sum(state.values[:, column])),
@@ -756,6 +804,8 @@ class _BlockState:
         self.fresh = np.ones(len(self.starts), dtype=bool)
         self.rho = 0.0
         self.done = False
+        #: Whether every lower side's mass was computed (not left at NaN).
+        self.lower_charged = True
 
     def split(self, tolerance: float) -> None:
         """Mark done if within tolerance; else cut the blocks with the largest gaps.
@@ -799,13 +849,22 @@ class _BlockState:
 
 
 def _refine(
-    states: list[_BlockState], epsilon: float, *, tolerance: float, rounds: int | None
+    states: list[_BlockState],
+    epsilon: float,
+    *,
+    tolerance: float,
+    rounds: int | None,
+    lower_charges: bool = True,
 ) -> None:
     """Evaluate and split every state's blocks until each is within the tolerance.
 
     Each round evaluates the fresh blocks of all states in one
     :func:`line_divergence_each` call, upper and lower sides together, with the
     largest of their relative errors (a wider region, so a larger allowance).
+    Without ``lower_charges`` (an upper bound is all that will be certified) the
+    lower sides only steer the refinement: their masses are not computed (NaN,
+    one tail fewer per line; :attr:`_BlockState.lower_charged` is False), their
+    divergences are the same doubles.
     """
     limit = _MAX_ROUNDS if rounds is None else rounds
     for round_number in range(limit + 1):
@@ -826,21 +885,28 @@ def _refine(
             low = _virtual_lines(state.lines, s0[wide], e0[wide], upper=False)
             batch.append((wide, up, low))
         rho = max(max(up[3], low[3]) for _, up, low in batch)
-        alpha = np.concatenate([np.concatenate([up[0], low[0]]) for _, up, low in batch])
-        gamma = np.concatenate([np.concatenate([up[1], low[1]]) for _, up, low in batch])
-        lines = np.concatenate([np.concatenate([up[2], low[2]]) for _, up, low in batch])
-        value, mass, charge = line_divergence_each(alpha, gamma, lines, epsilon, relative_error=rho)
-        offset = 0
+        sides = [up for _, up, _ in batch] + [low for _, _, low in batch]
+        alpha, gamma, lines = (np.concatenate([side[i] for side in sides]) for i in range(3))
+        massless = None
+        if not lower_charges:
+            massless = np.arange(len(alpha)) >= sum(len(up[0]) for _, up, _ in batch)
+        value, mass, charge = line_divergence_each(
+            alpha, gamma, lines, epsilon, relative_error=rho, massless=massless
+        )
+        up_at = 0
+        low_at = sum(len(up[0]) for _, up, _ in batch)
         for state, (wide, up, low) in zip(active, batch, strict=True):
-            a, b, c = offset, offset + len(up[0]), offset + len(up[0]) + len(low[0])
+            a, b = up_at, up_at + len(up[0])
+            c, d = low_at, low_at + len(low[0])
             upper_side = [value[a:b], mass[a:b], charge[a:b]]
             fresh_values = np.column_stack(upper_side + upper_side)
-            fresh_values[wide, 3] = value[b:c]
-            fresh_values[wide, 4] = mass[b:c]
-            fresh_values[wide, 5] = charge[b:c]
+            fresh_values[wide, 3] = value[c:d]
+            fresh_values[wide, 4] = mass[c:d]
+            fresh_values[wide, 5] = charge[c:d]
             state.values[state.fresh] = fresh_values
             state.rho = max(state.rho, rho)
-            offset = c
+            state.lower_charged = state.lower_charged and lower_charges
+            up_at, low_at = b, d
             if round_number == _MAX_ROUNDS or round_number == limit:
                 state.done = True
             else:
@@ -881,7 +947,7 @@ def frozen_upper_lines(
 ) -> list[FrozenLines]:
     """Refine each pair's blocks at ``epsilon`` (as :func:`two_count_deltas`) and freeze them."""
     states = [_BlockState(_pair_lines(pair, tail)) for pair in pairs]
-    _refine(states, epsilon, tolerance=tolerance, rounds=None)
+    _refine(states, epsilon, tolerance=tolerance, rounds=None, lower_charges=False)
     out = []
     for state in states:
         alpha, gamma, s, rho = _virtual_lines(state.lines, state.starts, state.ends, upper=True)
