@@ -161,24 +161,71 @@ def save_readable(fig: Any, path: str | Path, *, dpi: int, close: bool = False) 
             require_matplotlib().close(fig)
 
 
-def shown_labels(labels: list[str]) -> tuple[list[str], bool]:
+def _clip(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters: its start and end around an ellipsis."""
+    if len(text) <= limit:
+        return text
+    head = (2 * limit) // 3
+    return f"{text[:head]}…{text[-(limit - head - 1) :]}"
+
+
+def _common_start(texts: list[str]) -> int:
+    """How many leading characters every text of ``texts`` shares."""
+    shortest = min(len(text) for text in texts)
+    for i in range(shortest):
+        if any(text[i] != texts[0][i] for text in texts):
+            return i
+    return shortest
+
+
+def _distinguishing(group: list[str], limit: int) -> list[str]:
+    """Labels that share a long start and end, shown by the part where they differ.
+
+    The start and end common to the whole group are cut down to the context
+    that still fits in ``limit`` characters (two thirds before, one third
+    after), with an ellipsis where text was cut.
+    """
+    prefix = _common_start(group)
+    suffix = _common_start([text[::-1] for text in group])
+    shown = []
+    for text in group:
+        end = max(prefix, len(text) - suffix)
+        budget = max(0, limit - 2 - (end - prefix))
+        before = min(prefix, (2 * budget) // 3)
+        after = min(len(text) - end, budget - before)
+        start, stop = prefix - before, end + after
+        left = "…" if start > 0 else ""
+        right = "…" if stop < len(text) else ""
+        shown.append(left + _clip(text[start:stop], max(limit - 2, 8)) + right)
+    return shown
+
+
+def shown_labels(labels: list[str], positions: list[int] | None = None) -> tuple[list[str], bool]:
     """Return ``labels`` as a chart shows them, and whether any was shortened.
 
     A label longer than :data:`MAX_LABEL_CHARS` keeps its start and its end
-    around an ellipsis; labels that shortening made equal get their position
-    in ``labels`` appended (``#12``), so no two bars carry the same name.
+    around an ellipsis. Labels that this would make equal are shown instead by
+    the part where they differ (their common start and end cut, with context);
+    any still equal get their position in the domain appended (``[12]``, from
+    ``positions``, default their index in ``labels``), the order of the JSON
+    release's counts, so every bar can be found there.
     """
-    head = (2 * MAX_LABEL_CHARS) // 3
-    tail = MAX_LABEL_CHARS - head - 1
-    shown = [
-        text if len(text) <= MAX_LABEL_CHARS else f"{text[:head]}…{text[-tail:]}"
-        for text in map(str, labels)
-    ]
+    texts = [str(label) for label in labels]
+    where = list(range(len(texts))) if positions is None else list(positions)
+    shown = [_clip(text, MAX_LABEL_CHARS) for text in texts]
+    groups: dict[str, list[int]] = {}
+    for i, text in enumerate(shown):
+        groups.setdefault(text, []).append(i)
+    for members in groups.values():
+        if len(members) > 1:
+            better = _distinguishing([texts[i] for i in members], MAX_LABEL_CHARS)
+            for i, text in zip(members, better, strict=True):
+                shown[i] = text
     seen: dict[str, int] = {}
     for text in shown:
         seen[text] = seen.get(text, 0) + 1
-    shown = [f"{text} #{i}" if seen[text] > 1 else text for i, text in enumerate(shown)]
-    return shown, any(len(str(label)) > MAX_LABEL_CHARS for label in labels)
+    shown = [f"{text} [{where[i]}]" if seen[text] > 1 else text for i, text in enumerate(shown)]
+    return shown, any(len(text) > MAX_LABEL_CHARS for text in texts)
 
 
 def plot_histogram_estimate(
@@ -227,16 +274,18 @@ def plot_histogram_estimate(
     truth = None if true_counts is None else np.asarray(true_counts, dtype=np.float64)
     title = title or f"{estimate.estimator} estimate (n={estimate.n})"
     notes = []
+    positions = list(range(total_bins))
     if total_bins > MAX_BARS:
         shown = np.argsort(-counts, kind="stable")[:TOP_BARS]
         counts = counts[shown]
         stderr = None if stderr is None else stderr[shown]
         labels = [labels[i] for i in shown]
+        positions = [int(i) for i in shown]
         truth = None if truth is None else truth[shown]
         notes.append(f"top {TOP_BARS} of {total_bins:,} labels by estimate")
         if listing_note:
             notes.append(listing_note)
-    names, shortened = shown_labels(labels)
+    names, shortened = shown_labels(labels, positions)
     if shortened:
         notes.append(f"labels over {MAX_LABEL_CHARS} characters shortened with …")
     if notes:
