@@ -18,8 +18,16 @@ from scipy.optimize import brentq
 
 from shuffledp.accounting import amplified_epsilon, calibrate, delta
 from shuffledp.accounting.calibration import settle_epsilon
-from shuffledp.accounting.numerics.two_counts import two_count_delta_direct, two_count_delta_lines
-from shuffledp.accounting.published.variation_ratio import vr_generic_pair
+from shuffledp.accounting.numerics.gaussian_guess import (
+    gaussian_epsilon_guess,
+    polished_epsilon_guess,
+)
+from shuffledp.accounting.numerics.two_counts import (
+    sampled_line_sum,
+    two_count_delta_direct,
+    two_count_delta_lines,
+)
+from shuffledp.accounting.published.variation_ratio import fmt2021_numeric_pair, vr_generic_pair
 
 _GENERIC = (
     "erlingsson2019",
@@ -442,8 +450,6 @@ def test_a_generic_calibration_is_the_largest_epsilon0_to_its_precision(n, epsil
 
 
 def test_the_gaussian_guess_lands_near_the_answer_where_it_applies():
-    from shuffledp.accounting.numerics.gaussian_guess import gaussian_epsilon_guess
-
     for n, epsilon0, target in ((10**6, 0.5, 1e-6), (10**5, 1.0, 1e-8), (3 * 10**7, 2.0, 1e-10)):
         guess = gaussian_epsilon_guess(vr_generic_pair(epsilon0, n), target)
         row = amplified_epsilon(target, n=n, epsilon0=epsilon0, method="vr2024")
@@ -451,3 +457,50 @@ def test_the_gaussian_guess_lands_near_the_answer_where_it_applies():
         assert abs(guess[0] / row.epsilon - 1.0) < 1e-3 and guess[1] < 0.0
     # Too few blanket messages for a Gaussian: no guess (the search starts elsewhere).
     assert gaussian_epsilon_guess(vr_generic_pair(4.0, 1000), 1e-10) is None
+
+
+@pytest.mark.parametrize(
+    ("pair", "epsilon"),
+    [
+        (vr_generic_pair(4.0, 10**7), 0.0164),
+        (vr_generic_pair(0.5, 10**7), 3.8e-4),
+        (vr_generic_pair(2.5, 2 * 10**6), 0.01),
+        (fmt2021_numeric_pair(1.5, 4 * 10**6), 0.006),
+    ],
+)
+def test_the_sampled_line_sum_is_near_the_exact_line_sum(pair, epsilon):
+    # A starting point only, but one that places a search's first evaluation: within
+    # 1e-5 of the exact line sum, at the answer's scale and a little off it.
+    for scale in (0.99, 1.0, 1.0003):
+        exact = two_count_delta_lines(pair, epsilon * scale)
+        assert abs(sampled_line_sum(pair, epsilon * scale) / exact - 1.0) < 1e-5
+
+
+@pytest.mark.parametrize(
+    ("n", "epsilon0", "target"),
+    [(10**7, 4.0, 1e-10), (6 * 10**6, 3.3, 7e-11), (1_500_000, 2.5, 2e-6), (10**7, 0.5, 1e-6)],
+)
+def test_a_polished_guess_meets_the_public_crossing_in_two_evaluations(n, epsilon0, target):
+    # Far in the tail the Gaussian guess is 1e-5 .. 6e-5 below the crossing; polished on
+    # the pair's own lines it lands within the final bracket, so the search evaluates
+    # the public delta twice: the answer and its failing partner one precision below.
+    from shuffledp.accounting import api
+
+    pair = vr_generic_pair(epsilon0, n)
+    guess, slope = gaussian_epsilon_guess(pair, target)
+    polished = polished_epsilon_guess(pair, target, guess, slope)
+    asked: list[float] = []
+    public = api._PublicDelta.bound
+
+    def counting(self, epsilon):
+        if epsilon not in self.bounds and epsilon < epsilon0:
+            asked.append(epsilon)
+        return public(self, epsilon)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(api._PublicDelta, "bound", counting)
+        row = amplified_epsilon(target, n=n, epsilon0=epsilon0, method="vr2024")
+    assert row.epsilon is not None and row.delta is not None and row.delta <= target
+    assert abs(polished / row.epsilon - 1.0) < 1e-6
+    assert len(asked) == 2 and min(asked) == pytest.approx(row.epsilon / (1 + 1e-6), rel=1e-12)
+    assert delta(min(asked), n=n, epsilon0=epsilon0, method="vr2024").delta > target

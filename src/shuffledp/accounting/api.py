@@ -37,6 +37,7 @@ from shuffledp.accounting.numerics.gaussian_guess import (
     gaussian_delta_guess,
     gaussian_epsilon_guess,
     gaussian_guess_is_sharp,
+    polished_epsilon_guess,
 )
 from shuffledp.accounting.numerics.search import settle_crossing, smallest_passing_integer
 from shuffledp.accounting.numerics.symmetric_memo import kept_values
@@ -467,9 +468,11 @@ class _Start(NamedTuple):
     Attributes:
         epsilon: The starting ε.
         slope: d ln δ/d ln ε there, if known.
-        sharp: Whether it is the Gaussian approximation of the method's own
-            pair where that lands within 2e-5 of the answer (no deciding sum
-            places it better).
+        sharp: Whether it is the guess of the method's own pair where that
+            has m·r ≥ 10⁵: the Gaussian approximation polished on the pair's
+            own lines, within about 1e-7 of the public crossing (no deciding
+            sum places it better; the first public evaluation, half a
+            precision beyond it, then usually ends the search with its partner).
     """
 
     epsilon: float
@@ -493,9 +496,12 @@ def _start(method: Method, mech: Mechanism, target: float) -> _Start | None:
                 continue
             guess = gaussian_epsilon_guess(pair, target)
             if guess is not None:
-                # Sharp only for a bound that is the pair's own δ (not a mixture near it).
+                # Sharp only for a bound that is the pair's own δ (not a mixture near it),
+                # and then polished on the pair's own lines.
                 own = source is method and method.curve_fn is None
-                return _Start(guess[0], guess[1], own and gaussian_guess_is_sharp(pair))
+                if own and gaussian_guess_is_sharp(pair):
+                    return _Start(polished_epsilon_guess(pair, target, *guess), guess[1], True)
+                return _Start(guess[0], guess[1], False)
     if method.hint is None:
         return None
     hinted = METHODS[method.hint]

@@ -183,8 +183,9 @@ class Method:
         guess_pair: A two-count pair whose Gaussian approximation
             (:mod:`shuffledp.accounting.numerics.gaussian_guess`) locates the
             method's answers, with no guarantee: searches for ε and ε₀ start
-            there. Nothing reported depends on it, only the searches' time.
-            ``None`` when the method has none.
+            there (for ε, polished on the pair's own lines when the pair is
+            the method's δ and m·r ≥ 10⁵). Nothing reported depends on it,
+            only the searches' time. ``None`` when the method has none.
     """
 
     name: str

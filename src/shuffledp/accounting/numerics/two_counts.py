@@ -60,6 +60,7 @@ __all__ = [
     "line_divergence",
     "line_divergence_each",
     "sample_two_count_loss",
+    "sampled_line_sum",
     "two_count_delta",
     "two_count_delta_direct",
     "two_count_delta_lines",
@@ -1017,6 +1018,75 @@ def two_count_delta_lines(
         epsilon=epsilon,
         rounding=rounding,
     )
+
+
+#: Normal scores of the lines :func:`sampled_line_sum` evaluates (by the lines' mass), and
+#: how many blocks of lines it sums over.
+_SAMPLE_SCORES = np.linspace(-9.0, 7.0, 16)
+_SAMPLE_BLOCKS = 512
+
+
+@functools.lru_cache(maxsize=64)
+def _line_sample(
+    pair: TwoCountPair, tail: float
+) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
+    """The lines :func:`sampled_line_sum` evaluates, and its blocks' masses and middle s."""
+    lines = _pair_lines(pair, tail)
+    n = len(lines.s)
+    quantiles = special.ndtr(_SAMPLE_SCORES) * lines.cum[-1]
+    picked = np.searchsorted(lines.cum[1:], quantiles)
+    # Each node is a pair of neighbouring lines (node, node + 1).
+    nodes = np.unique(np.clip(np.concatenate([[0, n - 2], picked]), 0, max(0, n - 2)))
+    starts = np.unique(np.linspace(0, n, min(n, _SAMPLE_BLOCKS) + 1).astype(np.int64)[:-1])
+    ends = np.append(starts[1:], n)
+    masses = np.add.reduceat(lines.mass, starts)
+    middles = 0.5 * (lines.s[starts] + lines.s[ends - 1])
+    return nodes, masses, middles
+
+
+def sampled_line_sum(
+    pair: TwoCountPair, epsilon: float, *, tail: float = DEFAULT_TAIL
+) -> float | None:
+    """H_ε(P‖Q) approximated from a few of its lines: a starting point, no guarantee.
+
+    The exact line sum (:func:`two_count_delta_lines`) weighs each line's
+    normalized divergence G(λ_s, s) (the line's divergence over its mass) by the
+    line's mass. G changes slowly along the window, apart from a ripple between
+    odd and even s (up to 2e-5 relative, from the parity of Bin(s − 1, ½)), so it
+    is evaluated exactly on about 18 pairs of neighbouring lines (the window's
+    ends and the lines at 16 normal scores −9 … 7 of the mass; each pair's two
+    divergences over its two masses), interpolated in ln G between them, and
+    summed over 512 blocks of lines with their masses; beyond a sampled pair
+    that is not live (G = 0) it counts nothing. Where the blanket spreads over
+    m·r ≥ 10⁵ messages this was within 2e-6 (relative) of the exact line sum
+    wherever measured; the searches use it only to place their first evaluation
+    (:func:`~shuffledp.accounting.numerics.gaussian_guess.polished_epsilon_guess`).
+
+    Returns:
+        The approximate δ(ε), or ``None`` when fewer than two sampled pairs are live.
+    """
+    lines = _pair_lines(pair, tail)
+    if len(lines.s) < 2:  # pragma: no cover - a window has at least one point, so two lines
+        return None
+    nodes, masses, middles = _line_sample(pair, tail)
+    both = np.concatenate([nodes, nodes + 1])
+    values, _, _ = line_divergence_each(
+        lines.alpha[both], lines.gamma[both], lines.s[both], epsilon
+    )
+    k = len(nodes)
+    value = values[:k] + values[k:]
+    weight = lines.mass[nodes] + lines.mass[nodes + 1]
+    live = (value > 0.0) & (weight > 0.0)
+    if np.count_nonzero(live) < 2:
+        return None
+    at = lines.s[nodes] + 0.5
+    normalized = np.exp(np.interp(middles, at[live], np.log(value[live] / weight[live])))
+    first, last = at[live][0], at[live][-1]
+    if np.any(~live & (at < first)):
+        normalized[middles < first] = 0.0
+    if np.any(~live & (at > last)):
+        normalized[middles > last] = 0.0
+    return float(np.sum(masses * normalized))
 
 
 def two_count_delta_direct(pair: TwoCountPair, epsilon: float) -> float:
