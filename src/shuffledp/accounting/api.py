@@ -376,9 +376,12 @@ def _epsilon_for(method: Method, mech: Mechanism, target: float) -> AccountingRe
 
     Where the public δ is cheap (closed forms, FLIP), the search bisects it
     directly. Where it is a sum refined to six digits, a cheaper function
-    proposes the crossing first — the deciding mode (a looser certified sum)
-    or a certified δ(·) curve built near the answer — and the answer is
-    settled on the public δ in a few evaluations
+    proposes the crossing first — for one pair over m·r ≥ 10⁵ blanket
+    messages its Gaussian guess polished on its own lines
+    (:func:`~shuffledp.accounting.numerics.gaussian_guess.polished_epsilon_guess`),
+    else the deciding mode (a looser certified sum) or a certified δ(·) curve
+    built near the answer — and the answer is settled on the public δ in a
+    few evaluations, two after a polished guess
     (:func:`shuffledp.accounting.numerics.search.settle_crossing`). Inside one
     question each public value is computed once and the symmetric binomial's
     tails are kept (:func:`~shuffledp.accounting.numerics.symmetric_memo.kept_values`:
