@@ -55,6 +55,8 @@ def test_one_number_of_trials_gives_the_doubles_of_the_array_form(m, p, compleme
     x = np.concatenate([x, [-1.0, 0.0, 1.0, m - 1.0, float(m), m + 1.0]])
     together = binomial_pmf(x, np.full(len(x), float(m)), p, complement)
     assert np.array_equal(binomial_pmf(x, m, p, complement), together)
+    # Short arrays take both deviances in one call, long ones one call each.
+    assert np.array_equal(binomial_pmf(x[-200:], m, p, complement), together[-200:])
     inside = x[(x > 0) & (x < m)]
     assert np.array_equal(
         binomial_pmf(inside, m, p, complement),

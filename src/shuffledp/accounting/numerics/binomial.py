@@ -140,6 +140,11 @@ def _deviance(x: NDArray[np.float64], mean: NDArray[np.float64] | float) -> NDAr
     return out
 
 
+#: Below this many points, :func:`binomial_pmf` with one number of trials takes both
+#: deviances in one call (the calls' overhead dominates); above, one call each.
+_SHORT = 4096
+
+
 def binomial_pmf(
     x: NDArray[np.float64],
     m: int | NDArray[np.float64],
@@ -191,12 +196,20 @@ def binomial_pmf(
             rest = mi - xi
             k = len(xi)
             remainders = _stirling_remainder(np.concatenate([xi, rest]))
+            if k < _SHORT:  # one pass over both: fewer calls
+                means = np.empty(2 * k)
+                means[:k] = mi * p
+                means[k:] = mi * q
+                both = _deviance(np.concatenate([xi, rest]), means)
+                deviance_x, deviance_rest = both[:k], both[k:]
+            else:  # two passes over arrays half as long: faster once they are long
+                deviance_x, deviance_rest = _deviance(xi, mi * p), _deviance(rest, mi * q)
             log_c = (
                 _stirling_remainder(np.array([mi]))[0]
                 - remainders[:k]
                 - remainders[k:]
-                - _deviance(xi, mi * p)
-                - _deviance(rest, mi * q)
+                - deviance_x
+                - deviance_rest
             )
         else:
             mi = ms if every else ms[inner]
