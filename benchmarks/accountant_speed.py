@@ -26,7 +26,7 @@ settings are 20: n = 1e3 … 1e7 and (ε₀, δ) in (0.5, 1e-6), (1, 1e-8), (2, 
 
 Usage:
     python benchmarks/accountant_speed.py [--sizes 1e4,1e6,1e8]
-    python benchmarks/accountant_speed.py --against b0955a4 [--repeats 5] [--groups ...] \
+    python benchmarks/accountant_speed.py --against b0955a4 [--repeats 5] [--groups ...]
         [--n 1e7] [--clock cpu]
 """
 
