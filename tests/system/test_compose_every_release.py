@@ -153,6 +153,51 @@ def _make(kind: str, files: Path, out: Path, capsys: pytest.CaptureFixture[str])
         raise AssertionError(kind)
 
 
+class _Quiet:
+    """Stands in for capsys where a module fixture runs the CLI with its output redirected."""
+
+    def __init__(self, out: io.StringIO, err: io.StringIO) -> None:
+        self.out, self.err = out, err
+
+    def readouterr(self) -> tuple[str, str]:
+        out, err = self.out.getvalue(), self.err.getvalue()
+        for buffer in (self.out, self.err):
+            buffer.seek(0)
+            buffer.truncate()
+        return out, err
+
+
+@pytest.fixture(scope="module")
+def made(files: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """Each kind of release made once for the module's tests (a function: kind -> its file).
+
+    The tests only read the files (an edited copy goes to the test's own tmp_path).
+    """
+    root = tmp_path_factory.mktemp("made")
+    cache: dict[str, Path] = {}
+
+    def make(kind: str) -> Path:
+        if kind not in cache:
+            out = root / f"{kind}.json"
+            printed, errors = io.StringIO(), io.StringIO()  # kept out of the test's capsys
+            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(errors):
+                if kind == "composed":  # what account compose --json prints
+                    flip, krr = str(make("flip")), str(make("krr"))
+                    printed.seek(0)
+                    printed.truncate()
+                    assert main(["account", "compose", flip, krr, "--json"]) == 0
+                    out.write_text(printed.getvalue())
+                elif kind == "correlated-add-remove":
+                    argv = [*_run_args(files, "correlated", out), "--neighbours", "add-remove"]
+                    assert main([*argv, "--min-honest", "1000"]) == 0, errors.getvalue()
+                else:
+                    _make(kind, files, out, _Quiet(printed, errors))  # type: ignore[arg-type]
+            cache[kind] = out
+        return cache[kind]
+
+    return make
+
+
 KINDS = [
     "flip", "krr", "correlated", "augmented", "segmented", "segmented-dp-levels", "per-user",
     "demo", "simulate-flip", "simulate-krr", "service-flip", "service-krr",
@@ -161,9 +206,8 @@ KINDS = [
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_release_composes_with_itself(kind, files, tmp_path, capsys):
-    release = tmp_path / f"{kind}.json"
-    _make(kind, files, release, capsys)
+def test_every_release_composes_with_itself(kind, made, capsys):
+    release = made(kind)
     document = json.loads(release.read_text())
     out = _ok(["account", "compose", str(release), str(release), "--json"], capsys)
     composed = json.loads(out)
@@ -213,9 +257,8 @@ def test_every_release_composes_with_itself(kind, files, tmp_path, capsys):
     assert text.startswith("2 releases, taken to be on the same users (the same n")
 
 
-def test_releases_on_different_users_need_same_users(files, tmp_path, capsys):
-    small, big = tmp_path / "small.json", tmp_path / "big.json"
-    _ok(_run_args(files, "flip", small), capsys)
+def test_releases_on_different_users_need_same_users(files, made, tmp_path, capsys):
+    small, big = made("flip"), tmp_path / "big.json"
     _ok(_run_args(files, "krr", big, data="values_big.csv"), capsys)
     code, out, err = _run(["account", "compose", str(small), str(big)], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
@@ -239,9 +282,8 @@ def test_releases_on_different_users_need_same_users(files, tmp_path, capsys):
     ],
 )
 def test_same_n_but_other_users_is_refused(change: Callable[[dict], None], word, files,
-                                           tmp_path, capsys):  # fmt: skip
-    first = tmp_path / "a.json"
-    _ok(_run_args(files, "flip", first), capsys)
+                                           made, tmp_path, capsys):  # fmt: skip
+    first = made("flip")
     document = json.loads(first.read_text())
     change(document)
     second = tmp_path / "b.json"
@@ -251,9 +293,8 @@ def test_same_n_but_other_users_is_refused(change: Callable[[dict], None], word,
     _ok(["account", "compose", str(first), str(second), "--same-users"], capsys)
 
 
-def test_bare_privacy_objects_compare_n_only(files, tmp_path, capsys):
-    release = tmp_path / "r.json"
-    _ok(_run_args(files, "flip", release), capsys)
+def test_bare_privacy_objects_compare_n_only(made, tmp_path, capsys):
+    release = made("flip")
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps(json.loads(release.read_text())["privacy"]))
     composed = json.loads(_ok(["account", "compose", str(release), str(bare), "--json"], capsys))
@@ -263,10 +304,8 @@ def test_bare_privacy_objects_compare_n_only(files, tmp_path, capsys):
     assert "not recorded by every release" in composed["assumptions"][0]
 
 
-def test_other_relations_and_documents_are_refused_with_a_reason(files, tmp_path, capsys):
-    flip, sets = tmp_path / "f.json", tmp_path / "s.json"
-    _ok(_run_args(files, "flip", flip), capsys)
-    _ok(_segmented(files, sets), capsys)
+def test_other_relations_and_documents_are_refused_with_a_reason(made, tmp_path, capsys):
+    flip, sets = made("flip"), made("segmented")
     code, _, err = _run(["account", "compose", str(flip), str(sets)], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "different neighbouring relations" in err and "separately" in err
@@ -293,41 +332,6 @@ def test_python_compose_of_different_n_and_of_a_personalized_release():
 
 
 # -- an edited guarantee is refused -----------------------------------------------------------
-
-
-class _Quiet:
-    """Stands in for capsys where a module fixture runs the CLI (its output is not checked)."""
-
-    def readouterr(self) -> tuple[str, str]:
-        return "", ""
-
-
-@pytest.fixture(scope="module")
-def made(files: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """Each kind of release made once for the tests below (a function: kind -> its file)."""
-    root = tmp_path_factory.mktemp("made")
-    cache: dict[str, Path] = {}
-
-    def make(kind: str) -> Path:
-        if kind not in cache:
-            out = root / f"{kind}.json"
-            printed = io.StringIO()  # kept out of the calling test's capsys
-            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
-                if kind == "composed":  # what account compose --json prints
-                    flip, krr = str(make("flip")), str(make("krr"))
-                    printed.seek(0)
-                    printed.truncate()
-                    assert main(["account", "compose", flip, krr, "--json"]) == 0
-                    out.write_text(printed.getvalue())
-                elif kind == "correlated-add-remove":
-                    argv = [*_run_args(files, "correlated", out), "--neighbours", "add-remove"]
-                    assert main([*argv, "--min-honest", "1000"]) == 0
-                else:
-                    _make(kind, files, out, _Quiet())  # type: ignore[arg-type]
-            cache[kind] = out
-        return cache[kind]
-
-    return make
 
 
 def _edited(document: dict, field: str) -> tuple[dict, float]:
