@@ -2,7 +2,8 @@
 
 Windowed binomial pmfs with error bounds (:mod:`.binomial`), certified
 hockey-stick sums (:mod:`.hockey_stick`), two-count pairs summed exactly by
-certified blocks of lines (:mod:`.two_counts`), averages of pairs over a count
+certified blocks of lines (:mod:`.two_counts`; one line's divergence and the
+certified rounding: :mod:`.line_kernel`), averages of pairs over a count
 (:mod:`.mixture`), exact two-dimensional sums when the other users are i.i.d.
 (:mod:`.iid_blanket`), privacy-loss distributions on a grid composed by FFT
 with their discretization and rounding charged (:mod:`.loss_grid`), the
