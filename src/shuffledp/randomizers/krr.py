@@ -10,6 +10,8 @@ the reported value only.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -18,9 +20,23 @@ from shuffledp._validation import check_epsilon, check_int
 from shuffledp.data.checks import check_histogram, check_values
 from shuffledp.messages import MessageBatch
 
-__all__ = ["KRRRandomizer"]
+__all__ = ["KRRRandomizer", "krr_probabilities"]
 
 IntArray = NDArray[np.int64]
+
+
+def krr_probabilities(epsilon0: float, k: int) -> tuple[float, float]:
+    """Return (a, b): k-RR's probability of the true value and of each other value.
+
+    a = e^{ε₀}/(e^{ε₀} + k − 1) and b = 1/(e^{ε₀} + k − 1) (Def. 5 of the k-RR paper),
+    computed from e^{−ε₀} so that neither overflows and each is within 4
+    rounding units of the truth (b underflows to 0 only beyond ε₀ ≈ 745).
+    """
+    epsilon0 = check_epsilon(epsilon0, "epsilon0")
+    k = check_int(k, "k", minimum=2)
+    shrink = math.exp(-epsilon0)
+    denom = 1.0 + (k - 1) * shrink
+    return 1.0 / denom, shrink / denom
 
 
 class KRRRandomizer:
@@ -34,10 +50,6 @@ class KRRRandomizer:
     def __init__(self, domain_size: int, epsilon0: float) -> None:
         self.domain_size = check_int(domain_size, "domain_size", minimum=2)
         self.epsilon0 = check_epsilon(epsilon0, "epsilon0")
-        # Here, not at the top: the certificate's module loads the accountant's numerics,
-        # which every importer of shuffledp.randomizers (a service starting) would pay for.
-        from shuffledp.accounting.certificates.krr import krr_probabilities
-
         self.keep_probability, self.other_probability = krr_probabilities(
             self.epsilon0, self.domain_size
         )

@@ -87,6 +87,11 @@ The paper's closed form
 (:func:`shuffledp.accounting.reproductions.augmented_paper.paper_sageo_nu`) is
 kept as a reproduction, never as a certificate.
 
+The laws (:class:`SAGeoLaw`, :class:`SBinLaw`) and :func:`check_beta` are the
+shuffler's own value types (:mod:`shuffledp.randomizers.augmented`), re-exported
+here; what only a certificate needs of them is here: their pmf on a window with
+a relative error bound (:func:`dummy_law_window`, :func:`dummy_law_pmf`).
+
 Group: mechanism certificates and lower bounds
 (``shuffledp.accounting.certificates``); may import the numerical core, published
 bounds and other certificates, never reproductions, composition or the questions layer.
@@ -95,7 +100,6 @@ bounds and other certificates, never reproductions, composition or the questions
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -116,6 +120,14 @@ from shuffledp.accounting.numerics.binomial import (
 )
 from shuffledp.accounting.numerics.hockey_stick import certified_hockey_stick_product, exp_or_inf
 from shuffledp.accounting.numerics.search import smallest_passing_integer
+from shuffledp.randomizers.augmented import (
+    SBIN_MAX_TRIALS,
+    DummyLaw,
+    SAGeoLaw,
+    SBinLaw,
+    check_beta,
+    minimum_beta,
+)
 
 __all__ = [
     "DESIGN_MARGIN",
@@ -130,6 +142,8 @@ __all__ = [
     "calibrate_sageo_nu",
     "calibrate_sbin_trials",
     "check_beta",
+    "dummy_law_pmf",
+    "dummy_law_window",
     "minimum_beta",
     "s1geo_beta",
     "s1geo_law",
@@ -155,8 +169,8 @@ _TINY = 1e-300
 _NU_BLOCK = 1 << 20
 #: The exhaustive search refuses to scan more values of ν than this.
 _MAX_NU = 10**8
-#: Largest number of binomial trials the SBin search considers.
-_MAX_TRIALS = 10**9
+#: Largest number of binomial trials the SBin search considers (what SBinLaw accepts).
+_MAX_TRIALS = SBIN_MAX_TRIALS
 
 
 def _design_epsilon(epsilon: float) -> float:
@@ -174,227 +188,80 @@ def check_law_epsilon(epsilon: float) -> float:
     return epsilon
 
 
-def minimum_beta(epsilon: float) -> float:
-    """Return 1 − e^{−ε/2}, the smallest sampling rate β SAGeo allows at ε (computed with expm1).
+def _sageo_window(law: SAGeoLaw, tail: float) -> Window:
+    """SAGeo's f on [lo, hi] with at most ``tail`` of its mass left out on each side.
 
-    Below it q_l = (e^{−ε/2} − 1 + β)/β would be negative: the kept message's
-    absence at a zero count could not be hidden.
+    Beyond hi ≥ ν the mass is f(hi)·q_r/(1 − q_r); below lo ≤ ν it is at
+    most f(lo)·q_l/(1 − q_l); both are computed and recorded (widened by
+    1e-9 of themselves, far above their rounding) in ``dropped``. Entries
+    are within a relative (4·L + 64)·u of the truth, L the largest
+    |ln f| (on the window and at lo − 1) + ν·|ln q_l| + |ln Z| (each
+    log-probability is a product and a difference of terms below L, each
+    within a few units, and Z within (3ν|ln q_l| + 12)u).
     """
-    return -math.expm1(-check_epsilon(epsilon) / 2.0)
+    z = law.normalizer
+    q_r, q_l = law.q_right, law.q_left
+    a_r = -math.log(q_r)
+    log_z = math.log(z)
+    need_r = math.log(q_r / ((1.0 - q_r) * tail)) - log_z
+    hi = law.nu + max(0, math.ceil(need_r / a_r))
+    if q_l > 0.0 and law.nu > 0:
+        a_l = -math.log(q_l)
+        need_l = math.log(q_l / ((1.0 - q_l) * tail)) - log_z
+        lo = max(0, law.nu - max(0, math.ceil(need_l / a_l)))
+    else:
+        lo = law.nu if q_l == 0.0 else 0
+    points = np.arange(lo, hi + 1)
+    log_pmf = law.log_pmf(points)
+    pmf = np.exp(log_pmf)
+    widen = 1.0 + 1e-9
+    dropped = float(pmf[-1]) * q_r / (1.0 - q_r) * widen
+    if lo > 0 and q_l > 0.0:
+        dropped += float(pmf[0]) * q_l / (1.0 - q_l) * widen
+    # The scale covers lo − 1 too: the pair's sum evaluates f there (p₁(lo)).
+    edge = law.log_pmf(np.array([lo - 1]))[0]
+    largest = float(np.max(np.abs(log_pmf)))
+    if math.isfinite(edge):
+        largest = max(largest, abs(float(edge)))
+    scale = largest + law.left_exponent + abs(log_z)
+    pmf.setflags(write=False)
+    return Window(lo, pmf, dropped, (4.0 * scale + 64.0) * _U)
 
 
-def check_beta(beta: float, epsilon: float | None = None, name: str = "beta") -> float:
-    """Return β as a float if it lies in (0, 1] (and, given ε, at least 1 − e^{−ε/2}).
+def dummy_law_window(law: DummyLaw, tail: float = DEFAULT_TAIL) -> Window:
+    """Return the dummy law's pmf on a window, the mass left out and a relative error bound.
 
-    Args:
-        beta: The candidate sampling rate.
-        epsilon: The target ε, when the SAGeo lower limit applies.
-        name: The parameter name used in the error message.
+    SAGeo: the window around ν with at most ``tail`` of the mass left out on
+    each side (its error bound in :func:`_sageo_window`'s terms). SBin:
+    Bin(M, 1/2) on a Bernstein window
+    (:func:`~shuffledp.accounting.numerics.binomial.binomial_window`).
 
     Raises:
-        InvalidParameterError: Naming the parameter, the value and the allowed range.
+        InvalidParameterError: If ``law`` is not a SAGeoLaw or an SBinLaw.
     """
-    if (
-        not isinstance(beta, (int, float, np.floating, np.integer))
-        or isinstance(beta, bool)
-        or not math.isfinite(float(beta))
-        or not 0.0 < float(beta) <= 1.0
-    ):
-        raise InvalidParameterError(f"{name} must be a number in (0, 1], got {beta!r}")
-    beta = float(beta)
-    if epsilon is not None:
-        low = minimum_beta(epsilon)
-        if beta < low:
-            shown = math.ceil(low * 1e10) / 1e10  # rounded up: a value typed from it passes
-            raise InvalidParameterError(
-                f"{name} must be in [1 - e^(-epsilon/2), 1] = [{shown:.10g}, 1] at "
-                f"epsilon={epsilon:g} (below it no SAGeo law hides a dropped message), "
-                f"got {beta!r}"
-            )
-    return beta
+    if isinstance(law, SBinLaw):
+        return binomial_window(law.trials, 0.5, tail)
+    if not isinstance(law, SAGeoLaw):
+        raise InvalidParameterError(f"law must be a SAGeoLaw or an SBinLaw, got {law!r}")
+    return _sageo_window(law, tail)
 
 
-@dataclass(frozen=True)
-class SAGeoLaw:
-    """The asymmetric two-sided geometric law SAGeo(ν, q_l, q_r) on {0, 1, 2, …}.
+def dummy_law_pmf(law: DummyLaw, points: NDArray[np.integer]) -> FloatArray:
+    """The dummy law's pmf at integer points, within :func:`dummy_law_window`'s error bound.
 
-    f(k) = q_l^{ν−k}/Z for 0 ≤ k < ν and q_r^{k−ν}/Z for k ≥ ν, with
-    Z = q_l(1 − q_l^ν)/(1 − q_l) + 1/(1 − q_r) (Murakami, Sei & Eriguchi,
-    arXiv 2504.07362, the SAGeo dummy-count distribution). q_l = 0 puts all
-    the mass on k ≥ ν (S1Geo's law at ν = 0).
+    SAGeo: :meth:`~shuffledp.randomizers.augmented.SAGeoLaw.pmf`. SBin:
+    P[Bin(M, 1/2) = k] in Loader's saddle-point form
+    (:func:`~shuffledp.accounting.numerics.binomial.binomial_pmf`), the form
+    its window is computed in.
 
-    Attributes:
-        nu: The shift ν ≥ 0 (the mode).
-        q_left: q_l in [0, 1).
-        q_right: q_r in (0, 1).
+    Raises:
+        InvalidParameterError: If ``law`` is not a SAGeoLaw or an SBinLaw.
     """
-
-    nu: int
-    q_left: float
-    q_right: float
-
-    def __post_init__(self) -> None:
-        check_int(self.nu, "nu", minimum=0)
-        if not (isinstance(self.q_left, float) and 0.0 <= self.q_left < 1.0):
-            raise InvalidParameterError(f"q_left must be a float in [0, 1), got {self.q_left!r}")
-        if not (isinstance(self.q_right, float) and 1e-300 < self.q_right < 1.0):
-            raise InvalidParameterError(
-                f"q_right must be a float in (1e-300, 1), got {self.q_right!r}"
-            )
-
-    @property
-    def name(self) -> str:
-        """``"sageo"``."""
-        return "sageo"
-
-    def _exponent(self) -> float:
-        """ν·|ln q_l| (0 when q_l = 0 or ν = 0)."""
-        if self.q_left == 0.0 or self.nu == 0:
-            return 0.0
-        return self.nu * -math.log(self.q_left)
-
-    def _parts(self) -> tuple[float, float, float]:
-        """(q_l^ν, 1 − q_l^ν, Σ_{j=1}^{ν} q_l^j), each computed without cancellation."""
-        if self.q_left == 0.0:
-            return (1.0 if self.nu == 0 else 0.0), (0.0 if self.nu == 0 else 1.0), 0.0
-        x = self._exponent()
-        power, rest = math.exp(-x), -math.expm1(-x)
-        return power, rest, self.q_left * rest / (1.0 - self.q_left)
-
-    @property
-    def normalizer(self) -> float:
-        """Z = q_l(1 − q_l^ν)/(1 − q_l) + 1/(1 − q_r)."""
-        return self._parts()[2] + 1.0 / (1.0 - self.q_right)
-
-    @property
-    def block_masses(self) -> tuple[float, float, float]:
-        """(F₀, F_L, F_R): f's mass at 0, on 1..ν and above ν (ν = 0: F₀ = f(0), F_L = 0)."""
-        power, rest, _ = self._parts()
-        z = self.normalizer
-        q_l, q_r = self.q_left, self.q_right
-        if self.nu == 0:
-            return 1.0 / z, 0.0, q_r / ((1.0 - q_r) * z)
-        return power / z, rest / ((1.0 - q_l) * z), q_r / ((1.0 - q_r) * z)
-
-    @property
-    def mean(self) -> float:
-        """E[z] = ν + (Σ_{w≥0} w·q_r^w − Σ_{j=1}^{ν} j·q_l^j)/Z."""
-        return self.nu + self._moments()[0]
-
-    @property
-    def variance(self) -> float:
-        """Var z, from the two geometric sides' first two moments (closed form on the right)."""
-        m1, m2 = self._moments()
-        return m2 - m1 * m1
-
-    def _moments(self) -> tuple[float, float]:
-        """E[W] and E[W²] for W = z − ν."""
-        q_r = self.q_right
-        right1 = q_r / (1.0 - q_r) ** 2
-        right2 = q_r * (1.0 + q_r) / (1.0 - q_r) ** 3
-        left1 = left2 = 0.0
-        if self.q_left > 0.0 and self.nu > 0:
-            j = np.arange(1, self.nu + 1, dtype=np.float64)
-            w = np.exp(j * math.log(self.q_left))
-            left1, left2 = float(np.sum(j * w)), float(np.sum(j * j * w))
-        z = self.normalizer
-        return (right1 - left1) / z, (right2 + left2) / z
-
-    def log_pmf(self, points: NDArray[np.integer]) -> FloatArray:
-        """Return ln f(k) at integer points (−inf outside the support)."""
-        k = np.asarray(points, dtype=np.float64)
-        out = np.full(k.shape, -np.inf)
-        log_z = math.log(self.normalizer)
-        right = k >= self.nu
-        out[right] = (k[right] - self.nu) * math.log(self.q_right) - log_z
-        if self.q_left > 0.0:
-            left = (k >= 0) & (k < self.nu)
-            out[left] = (self.nu - k[left]) * math.log(self.q_left) - log_z
-        return out
-
-    def pmf(self, points: NDArray[np.integer]) -> FloatArray:
-        """f(k) at integer points (0 outside the support)."""
-        return np.exp(self.log_pmf(points))
-
-    def window(self, tail: float = DEFAULT_TAIL) -> Window:
-        """Return f on [lo, hi] with at most ``tail`` of its mass left out on each side.
-
-        Beyond hi ≥ ν the mass is f(hi)·q_r/(1 − q_r); below lo ≤ ν it is at
-        most f(lo)·q_l/(1 − q_l); both are computed and recorded (widened by
-        1e-9 of themselves, far above their rounding) in ``dropped``. Entries
-        are within a relative (4·L + 64)·u of the truth, L the largest
-        |ln f| (on the window and at lo − 1) + ν·|ln q_l| + |ln Z| (each
-        log-probability is a product and a difference of terms below L, each
-        within a few units, and Z within (3ν|ln q_l| + 12)u).
-        """
-        z = self.normalizer
-        q_r, q_l = self.q_right, self.q_left
-        a_r = -math.log(q_r)
-        log_z = math.log(z)
-        need_r = math.log(q_r / ((1.0 - q_r) * tail)) - log_z
-        hi = self.nu + max(0, math.ceil(need_r / a_r))
-        if q_l > 0.0 and self.nu > 0:
-            a_l = -math.log(q_l)
-            need_l = math.log(q_l / ((1.0 - q_l) * tail)) - log_z
-            lo = max(0, self.nu - max(0, math.ceil(need_l / a_l)))
-        else:
-            lo = self.nu if q_l == 0.0 else 0
-        points = np.arange(lo, hi + 1)
-        log_pmf = self.log_pmf(points)
-        pmf = np.exp(log_pmf)
-        widen = 1.0 + 1e-9
-        dropped = float(pmf[-1]) * q_r / (1.0 - q_r) * widen
-        if lo > 0 and q_l > 0.0:
-            dropped += float(pmf[0]) * q_l / (1.0 - q_l) * widen
-        # The scale covers lo − 1 too: the pair's sum evaluates f there (p₁(lo)).
-        edge = self.log_pmf(np.array([lo - 1]))[0]
-        largest = float(np.max(np.abs(log_pmf)))
-        if math.isfinite(edge):
-            largest = max(largest, abs(float(edge)))
-        scale = largest + self._exponent() + abs(log_z)
-        pmf.setflags(write=False)
-        return Window(lo, pmf, dropped, (4.0 * scale + 64.0) * _U)
-
-
-@dataclass(frozen=True)
-class SBinLaw:
-    """Bin(M, 1/2) dummies per bin (the paper's SBin-Shuffle).
-
-    Attributes:
-        trials: M ≥ 1.
-    """
-
-    trials: int
-
-    def __post_init__(self) -> None:
-        check_int(self.trials, "trials", minimum=1, maximum=_MAX_TRIALS)
-
-    @property
-    def name(self) -> str:
-        """``"sbin"``."""
-        return "sbin"
-
-    @property
-    def mean(self) -> float:
-        """M/2."""
-        return self.trials / 2.0
-
-    @property
-    def variance(self) -> float:
-        """M/4."""
-        return self.trials / 4.0
-
-    def pmf(self, points: NDArray[np.integer]) -> FloatArray:
-        """P[Bin(M, 1/2) = k] (Loader's saddle-point form)."""
-        return binomial_pmf(np.asarray(points, dtype=np.float64), self.trials, 0.5)
-
-    def window(self, tail: float = DEFAULT_TAIL) -> Window:
-        """Return Bin(M, 1/2) on a Bernstein window (``_binomial.binomial_window``)."""
-        return binomial_window(self.trials, 0.5, tail)
-
-
-#: A dummy-count law of the augmented protocols.
-DummyLaw = SAGeoLaw | SBinLaw
+    if isinstance(law, SBinLaw):
+        return binomial_pmf(np.asarray(points, dtype=np.float64), law.trials, 0.5)
+    if not isinstance(law, SAGeoLaw):
+        raise InvalidParameterError(f"law must be a SAGeoLaw or an SBinLaw, got {law!r}")
+    return law.pmf(points)
 
 
 def sageo_law(epsilon: float, beta: float = 1.0, nu: int = 0) -> SAGeoLaw:
@@ -571,10 +438,17 @@ def augmented_delta_on_grid(
     rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
     beta = check_beta(beta)
-    window = law.window(tail)
+    return _on_grid_delta(epsilon, law, beta, rounding, tail)
+
+
+def _on_grid_delta(
+    epsilon: float, law: DummyLaw, beta: float, rounding: Rounding, tail: float
+) -> float:
+    """:func:`augmented_delta_on_grid` on checked inputs: what the SBin search evaluates."""
+    window = dummy_law_window(law, tail)
     inside = np.asarray(window.pmf, dtype=np.float64)
-    before = law.pmf(np.array([window.lo - 1]))
-    after = law.pmf(np.array([window.lo + len(inside)]))
+    before = dummy_law_pmf(law, np.array([window.lo - 1]))
+    after = dummy_law_pmf(law, np.array([window.lo + len(inside)]))
     f = np.concatenate([inside, after])
     f_prev = np.concatenate([before, inside])
     p1 = (1.0 - beta) * f + beta * f_prev
@@ -615,11 +489,13 @@ def calibrate_sageo_nu(epsilon: float, delta: float, beta: float = 1.0) -> int:
 
     The law is :func:`sageo_law` (ε, β, ν). Every ν = 0, 1, 2, … is evaluated
     in order, by the same block sum as the certificate (vectorized), until the
-    first that meets the target; that ν is re-certified by
-    :func:`augmented_delta` itself. At the design ε only the blocks at the
-    zero count contribute and δ ≤ q_l^ν·(1 − q_r)·g_R, so the scan ends by
-    ν = ⌈ln(δ/((1 − q_r)g_R))/ln q_l⌉ + 1. With q_l = 0 (β at its minimum) the
-    law's ν only shifts it, and ν = 0 is returned if it meets the target.
+    first that meets the target; that ν is re-certified by the certificate's own
+    sum on that one ν (what :func:`augmented_delta` computes for
+    ``sageo_law(ε, β, ν)``, whose q_l and q_r do not depend on ν). At the design
+    ε only the blocks at the zero count contribute and δ ≤ q_l^ν·(1 − q_r)·g_R, so
+    the scan ends by ν = ⌈ln(δ/((1 − q_r)g_R))/ln q_l⌉ + 1. With q_l = 0 (β at
+    its minimum) the law's ν only shifts it, and ν = 0 is returned if it meets the
+    target.
 
     Raises:
         InvalidParameterError: On bad parameters, or if no ν meets the target
@@ -646,7 +522,8 @@ def calibrate_sageo_nu(epsilon: float, delta: float, beta: float = 1.0) -> int:
         passing = np.flatnonzero(_block_delta(epsilon, nus, q_l, q_r, beta, "up") <= delta)
         for index in passing:
             nu = int(nus[index])
-            if augmented_delta(epsilon, sageo_law(epsilon, beta, nu), beta) <= delta:
+            one = np.array([nu], dtype=np.int64)
+            if float(_block_delta(epsilon, one, q_l, q_r, beta, "up")[0]) <= delta:
                 return nu
     raise InvalidParameterError(
         f"no shift nu meets delta={delta:g} at epsilon={epsilon:g}, beta={beta:g} "
@@ -669,7 +546,8 @@ def calibrate_sbin_trials(epsilon: float, delta: float, beta: float = 1.0) -> in
     beta = check_beta(beta)
 
     def passes(m: int) -> bool:
-        return augmented_delta(epsilon, SBinLaw(m), beta) <= delta
+        # augmented_delta of Bin(m, 1/2) dummies, its inputs checked above.
+        return _on_grid_delta(epsilon, SBinLaw(m), beta, "up", DEFAULT_TAIL) <= delta
 
     try:
         hi = smallest_passing_integer(passes, start=1, limit=int(_MAX_TRIALS))

@@ -3,7 +3,8 @@
 With m honest users, every bin of the analyzer's view holds N⁺ = h + A + W and
 N⁻ = A′ + W, A, A′ ~ Geo(α) = NB(1, α) and W ~ NB(r, q) (Ghazi, Kumar,
 Manurangsi & Pagh, ICML 2020, arXiv 2106.04247; Ghazi, Kumar, Manurangsi, Pagh
-& Sinha, ICML 2021, arXiv 2109.13158): :class:`CorrelatedNoise` holds (α, r, q).
+& Sinha, ICML 2021, arXiv 2109.13158): :class:`CorrelatedNoise` holds (α, r, q)
+(the randomizer's own type, :mod:`shuffledp.randomizers.correlated`, re-exported here).
 The certificates of both neighbouring relations
 (:mod:`shuffledp.accounting.certificates.correlated` and
 :mod:`shuffledp.accounting.certificates.correlated_add_remove`) sum over NB pmfs
@@ -23,7 +24,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from shuffledp._validation import InvalidParameterError, check_epsilon
+from shuffledp._validation import InvalidParameterError
+from shuffledp.randomizers.correlated import CorrelatedNoise
 
 __all__ = [
     "DEFAULT_TAIL",
@@ -62,77 +64,6 @@ def dlap_std(a: float) -> float:
     """Standard deviation of the discrete Laplace DLap(a) (P(k) ∝ e^{−a|k|}): √(2α)/(1 − α)."""
     alpha = math.exp(-a)
     return math.sqrt(2.0 * alpha) / (-math.expm1(-a))
-
-
-@dataclass(frozen=True)
-class CorrelatedNoise:
-    """The per-bin noise totals the guarantee counts on.
-
-    With the honest users' shares present, the analyzer's per-bin counts are
-    N⁺ = h + A + W and N⁻ = A′ + W, A, A′ ~ Geo(α) = NB(1, α), W ~ NB(r, q).
-    These are the floats the randomizer samples with: the certificate is for
-    exactly them.
-
-    Attributes:
-        alpha: α = e^{−a} in (0, 1): the two-sided geometric part; N⁺ − N⁻ − h
-            is DLap(a).
-        flood_r: r ≥ 0, the flooding count's shape (0: no flooding).
-        flood_q: q in [0, 1), the flooding count's probability (0: no flooding).
-    """
-
-    alpha: float
-    flood_r: float
-    flood_q: float
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.alpha, float | int) and 0.0 < self.alpha < 1.0):
-            raise InvalidParameterError(f"alpha must be in (0, 1), got {self.alpha!r}")
-        if not (math.isfinite(self.flood_r) and self.flood_r >= 0.0):
-            raise InvalidParameterError(
-                f"flood_r must be a finite number >= 0, got {self.flood_r!r}"
-            )
-        if not (0.0 <= self.flood_q < 1.0):
-            raise InvalidParameterError(f"flood_q must be in [0, 1), got {self.flood_q!r}")
-        object.__setattr__(self, "alpha", float(self.alpha))
-        object.__setattr__(self, "flood_r", float(self.flood_r))
-        object.__setattr__(self, "flood_q", float(self.flood_q))
-
-    @classmethod
-    def from_a(cls, a: float, flood_r: float, flood_q: float) -> CorrelatedNoise:
-        """The noise with α = e^{−a}."""
-        a = check_epsilon(a, "a")
-        return cls(math.exp(-a), flood_r, flood_q)
-
-    @property
-    def a(self) -> float:
-        """The discrete Laplace parameter a = −ln α."""
-        return -math.log(self.alpha)
-
-    @property
-    def per_bin_std(self) -> float:
-        """Standard deviation of N⁺ − N⁻ − h = A − A′ (the flooding cancels)."""
-        return math.sqrt(2.0 * self.alpha) / (1.0 - self.alpha)
-
-    @property
-    def flood_mean(self) -> float:
-        """E[W] = rq/(1 − q) per bin."""
-        return self.flood_r * self.flood_q / (1.0 - self.flood_q)
-
-    @property
-    def messages_per_bin(self) -> float:
-        """Expected noise messages per bin in all: E[A] + E[A′] + 2E[W]."""
-        return 2.0 * self.alpha / (1.0 - self.alpha) + 2.0 * self.flood_mean
-
-    def to_dict(self) -> dict[str, float]:
-        """Return a JSON-serialisable dictionary."""
-        return {
-            "a": self.a,
-            "alpha": self.alpha,
-            "flood_r": self.flood_r,
-            "flood_q": self.flood_q,
-            "flood_mean": self.flood_mean,
-            "per_bin_std": self.per_bin_std,
-        }
 
 
 # -- the flooding count's pmf ------------------------------------------------------------

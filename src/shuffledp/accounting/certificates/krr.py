@@ -57,7 +57,8 @@ x₁) matters; the largest δ over all n splits is the exact worst case
 (:func:`krr_binary_split_delta`).
 
 Numerics. a and b are computed from e^{−ε₀} (no overflow, no 1 − x of an x
-near 1), and so is every probability near 1's complement (1 − kb, 1 − a), so
+near 1; :func:`~shuffledp.randomizers.krr.krr_probabilities`, the randomizer's own
+floats, re-exported here), and so is every probability near 1's complement (1 − kb, 1 − a), so
 each is within a few rounding units of the truth; that is what the
 certificates' allowances assume.
 
@@ -85,6 +86,7 @@ from shuffledp.accounting.numerics.hockey_stick import certified_hockey_stick
 from shuffledp.accounting.numerics.iid_blanket import IidBlanket, iid_blanket_delta
 from shuffledp.accounting.numerics.mixture import mixture_curve, mixture_delta
 from shuffledp.accounting.numerics.two_counts import Rounding, TwoCountPair, two_count_delta
+from shuffledp.randomizers.krr import krr_probabilities
 
 __all__ = [
     "ALL_SPLITS_UP_TO",
@@ -100,20 +102,6 @@ __all__ = [
     "krr_probabilities",
     "krr_two_count_pair",
 ]
-
-
-def krr_probabilities(epsilon0: float, k: int) -> tuple[float, float]:
-    """Return (a, b): k-RR's probability of the true value and of each other value.
-
-    a = e^{ε₀}/(e^{ε₀} + k − 1) and b = 1/(e^{ε₀} + k − 1) (Def. 5 of the k-RR paper),
-    computed from e^{−ε₀} so that neither overflows and each is within 4
-    rounding units of the truth (b underflows to 0 only beyond ε₀ ≈ 745).
-    """
-    epsilon0 = check_epsilon(epsilon0, "epsilon0")
-    k = check_int(k, "k", minimum=2)
-    shrink = math.exp(-epsilon0)
-    denom = 1.0 + (k - 1) * shrink
-    return 1.0 / denom, shrink / denom
 
 
 #: The accountants need b = 1/(e^{ε₀} + k − 1) ≥ 1e-300 (a normal double with full precision).
