@@ -18,7 +18,7 @@ expectation: the estimators are unbiased).
   only, so a client can send any number m of messages of value j, each adding
   1/(1 − 2q) to ĥ_j. Rows: m = k + 1 (every one of its k + 1 reports sets bit
   j, an output the honest randomizer can produce), and m = the services'
-  per-submission cap (``max_messages_per_user``, which the shuffler enforces);
+  per-submission cap (``FlipSpec.max_messages``, which the shuffler enforces);
   without a cap the shift is unbounded.
 * augmented (Murakami, Sei & Eriguchi, arXiv 2504.07362): a client sends one
   ciphertext of one value; the shuffler keeps it with probability β, so the
@@ -55,8 +55,9 @@ from shuffledp.messages import MessageBatch
 from shuffledp.protocols.augmented import AugmentedProtocol
 from shuffledp.protocols.correlated import CorrelatedProtocol
 from shuffledp.protocols.flip import FlipProtocol
-from shuffledp.service.task import MESSAGE_TAIL_PROBABILITY, max_messages_per_user
+from shuffledp.service.task import MESSAGE_TAIL_PROBABILITY
 from shuffledp.shuffler.uniform import UniformShuffler
+from shuffledp.specs import FlipSpec
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def flip_rows(setting: Setting) -> list[dict[str, Any]]:
     )
     cal = protocol.calibration
     q, k = cal.q, cal.fake_users
-    cap = max_messages_per_user("flip", setting.domain_size, q, k)
+    cap = FlipSpec(q, k).max_messages(setting.domain_size)
     values = _honest_values(setting)
     rng = np.random.default_rng(setting.seed + 1)
     rows = []

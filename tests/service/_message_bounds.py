@@ -2,7 +2,7 @@
 
 The release's δ is the certificate's plus (1 + e^ε)·N·2·10⁻³⁰, N the parties
 whose honest law the certificate counts on and that could exceed a message
-bound (``shuffledp.service.message_bounds``), rounded up.
+bound (``shuffledp.accounting.certificates.message_bounds``), rounded up.
 """
 
 from __future__ import annotations

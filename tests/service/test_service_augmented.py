@@ -55,7 +55,7 @@ def _rows(payload: bytes) -> list[bytes]:
 def test_end_to_end_unbiased_certified_with_the_trust_model(deploy, options):
     dep = deploy("augmented", min_batch_users=100, task_options=options)
     task = dep.task
-    law, beta = task.dummy_law(), task.beta
+    law, beta = task.dummy_law(), task.spec.beta
     rng = np.random.default_rng(41)
     values = [DOMAIN[i] for i in rng.choice(D, size=300, p=[0.4, 0.3, 0.15, 0.1, 0.05])]
     subs = dep.client().submit_many(values, per_request=20)
@@ -103,7 +103,7 @@ def test_end_to_end_unbiased_certified_with_the_trust_model(deploy, options):
     assert "does not collude with the analyzer" in stated
     assert "operating system's cryptographic generator" in stated
     assert any("subtracts 3 x E[z]" in note for note in release["notes"])
-    assert release["parameters"]["variant"] == task.variant
+    assert release["parameters"]["variant"] == task.spec.variant
 
 
 def test_the_analyzer_cannot_tell_dummies_and_the_shuffler_cannot_read(deploy):

@@ -48,7 +48,7 @@ D = len(DOMAIN)
 
 
 def _noise(task) -> CorrelatedNoise:
-    return CorrelatedNoise(task.alpha, task.flood_r, task.flood_q)
+    return CorrelatedNoise(task.spec.alpha, task.spec.flood_r, task.spec.flood_q)
 
 
 def test_end_to_end_unbiased_and_certified_at_min_batch_users(deploy, tmp_path, capsys):
@@ -80,7 +80,7 @@ def test_end_to_end_unbiased_and_certified_at_min_batch_users(deploy, tmp_path, 
 
     # Unbiased within the exact standard deviation of the users' shares.
     truth = np.bincount([DOMAIN.index(v) for v in values], minlength=D)
-    alpha = task.alpha
+    alpha = task.spec.alpha
     sd = math.sqrt(2 * 3 * alpha) / (1 - alpha)  # N/m = 3 honest users' worth of noise
     assert release["accuracy"]["per_bin_std"] == pytest.approx(sd, rel=1e-12)
     assert release["estimate"]["stderr"] == pytest.approx([sd] * D, rel=1e-12)

@@ -93,7 +93,7 @@ def _exact_cdf(law, d: int, beta: float, n: int, top: int) -> list:
 )
 def test_the_bound_is_the_exact_quantile_of_the_honest_law(d, options, n):
     task = _task(d, **options)
-    law, beta = task.dummy_law(), task.beta
+    law, beta = task.dummy_law(), task.spec.beta
     fewest, method = fewest_honest_messages(law, d, beta, n)
     assert method == "exact"
     top = fewest + 2
@@ -147,7 +147,7 @@ def test_honest_batches_pass(d, options, n):
     deviations of its exact probability.
     """
     task = _task(d, **options)
-    law, beta = task.dummy_law(), task.beta
+    law, beta = task.dummy_law(), task.spec.beta
     batches = 100_000
     source = SecureUniforms()
     dummies = secure_dummy_counts(law, batches * d, source).reshape(batches, d).sum(axis=1)

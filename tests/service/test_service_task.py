@@ -18,7 +18,6 @@ from shuffledp.service.task import (
     create_task,
     load_private_key,
     load_task,
-    max_messages_per_user,
     save_private_key,
     save_task,
 )
@@ -31,6 +30,7 @@ from shuffledp.service.tokens import (
     save_token_key,
     verify_token,
 )
+from shuffledp.specs import FlipSpec, KRRSpec
 
 DOMAIN = ["a", "b", "c", "d"]
 
@@ -61,10 +61,10 @@ def test_json_round_trip(which, request, tmp_path):
 
 def test_task_holds_calibrated_parameters(flip_task, krr_task):
     flip, _ = flip_task
-    assert flip.protocol == "flip" and flip.fake_users == 100 and 0 < flip.q < 0.5
+    assert flip.protocol == "flip" and flip.spec.fake_users == 100 and 0 < flip.spec.q < 0.5
     assert flip.min_batch_users == 500
     krr, _ = krr_task
-    assert krr.protocol == "krr" and krr.epsilon0 > 1.0 and krr.one_submission_per_client
+    assert krr.protocol == "krr" and krr.spec.epsilon0 > 1.0 and krr.one_submission_per_client
     assert krr.max_messages_per_submission == 1
 
 
@@ -160,10 +160,10 @@ def test_flip_message_bound_is_a_far_tail():
     from scipy.stats import binom
 
     d, q, k = 4, 0.004, 100
-    bound = max_messages_per_user("flip", d, q, k)
+    bound = FlipSpec(q, k).max_messages(d)
     trials = (k + 1) * d - 1
     assert binom.sf(bound - 1, trials, q) <= 1e-30 < binom.sf(bound - 2, trials, q)
-    assert max_messages_per_user("krr", 10) == 1
+    assert KRRSpec(1.0).max_messages(10) == 1
 
 
 def test_tokens(tmp_path):

@@ -19,11 +19,7 @@ from shuffledp.accounting.certificates.augmented import (
     sageo_law,
 )
 from shuffledp.accounting.certificates.correlated import CorrelatedNoise, correlated_delta
-from shuffledp.cli import main
-from shuffledp.protocols.correlated import calibrate_correlated
-from shuffledp.schemas import validate
-from shuffledp.service.analyzer import batch_body_bytes, batch_message_bounds
-from shuffledp.service.message_bounds import (
+from shuffledp.accounting.certificates.message_bounds import (
     calibration_target,
     correlated_log_tail_bound,
     correlated_max_messages,
@@ -32,6 +28,10 @@ from shuffledp.service.message_bounds import (
     max_dummies_per_bin,
     with_cap_delta,
 )
+from shuffledp.cli import main
+from shuffledp.protocols.correlated import calibrate_correlated
+from shuffledp.schemas import validate
+from shuffledp.service.analyzer import batch_body_bytes, batch_message_bounds
 from shuffledp.service.task import (
     Task,
     TaskError,
@@ -72,26 +72,26 @@ def _exact_correlated_tail(d: int, m: int, noise: CorrelatedNoise, size: int = 1
 def test_correlated_task_is_calibrated_for_min_batch_users_honest_users(correlated_task):
     task, _ = correlated_task
     reference = calibrate_correlated(200, 5, 1.0, 1e-6, min_honest=200)
-    assert (task.alpha, task.flood_r, task.flood_q) == (
+    assert (task.spec.alpha, task.spec.flood_r, task.spec.flood_q) == (
         reference.alpha,
         reference.flood_r,
         reference.flood_q,
     )
     assert task.parameters["min_honest"] == task.min_batch_users == 200
-    assert task.neighbours == "replacement" and task.slack == 0.1
+    assert task.spec.neighbours == "replacement" and task.spec.slack == 0.1
     assert task.message_domain_size == 10
     doc = json.loads(task.to_json())
     validate(doc, "task")
     assert Task.from_dict(doc) == task
     # the certificate at any number of users is the accountant's at the task's noise
-    noise = CorrelatedNoise(task.alpha, task.flood_r, task.flood_q)
+    noise = CorrelatedNoise(task.spec.alpha, task.spec.flood_r, task.spec.flood_q)
     expected = correlated_delta(1.0, noise)
     for n in (200, 201, 1000):
         report = build_protocol(task, n).privacy_report()
         assert report.delta == expected <= 1e-6
         assert report.parameters["min_honest"] == 200
     randomizer = build_randomizer(task)
-    assert randomizer.share_shapes == (1 / 200, task.flood_r / 200)
+    assert randomizer.share_shapes == (1 / 200, task.spec.flood_r / 200)
 
 
 def test_correlated_message_bound_is_a_far_tail(correlated_task):
@@ -119,13 +119,13 @@ def test_augmented_tasks_hold_the_dummy_law_and_its_certificate(augmented_tasks)
         assert task.max_messages_per_submission == 1 and task.message_domain_size == 5
         law = task.dummy_law()
         report = build_protocol(task, 200).privacy_report()
-        assert report.delta == augmented_delta(1.0, law, task.beta) <= 1e-6, name
+        assert report.delta == augmented_delta(1.0, law, task.spec.beta) <= 1e-6, name
         assert any("encryption alone" in a for a in report.assumptions)
     sageo, _ = augmented_tasks["sageo"]
-    assert sageo.dummy_law() == sageo_law(1.0, 1.0, sageo.nu) and sageo.beta == 1.0
-    assert augmented_tasks["sageo-beta"][0].beta == 0.7
+    assert sageo.dummy_law() == sageo_law(1.0, 1.0, sageo.spec.nu) and sageo.spec.beta == 1.0
+    assert augmented_tasks["sageo-beta"][0].spec.beta == 0.7
     s1geo, _ = augmented_tasks["s1geo"]
-    assert s1geo.calibration == "pure" and s1geo.nu == 0 and s1geo.q_left == 0.0
+    assert s1geo.calibration == "pure" and s1geo.spec.nu == 0 and s1geo.spec.q_left == 0.0
     assert build_protocol(s1geo, 200).privacy_report().delta == 0.0
     sbin, _ = augmented_tasks["sbin"]
     assert isinstance(sbin.dummy_law(), SBinLaw) and "nu" not in sbin.parameters
@@ -225,14 +225,14 @@ def test_cli_creates_correlated_and_augmented_tasks(tmp_path, capsys):
     assert code == 0, err
     task = load_task(tmp_path / "c" / "task.json")
     validate(json.loads((tmp_path / "c" / "task.json").read_text()), "task")
-    assert task.protocol == "correlated" and task.slack == 0.2
+    assert task.protocol == "correlated" and task.spec.slack == 0.2
     assert f"at most {task.max_messages_per_submission} message(s)" in err
     code, _, err = _create(
         tmp_path / "a", capsys, "--protocol", "augmented", "--variant", "sbin", "--trials", "400"
     )
     assert code == 0, err
     task = load_task(tmp_path / "a" / "task.json")
-    assert task.trials == 400 and task.calibration == "fixed"
+    assert task.spec.trials == 400 and task.calibration == "fixed"
     assert "sealed dummies per batch" in err
 
 
@@ -299,7 +299,7 @@ def test_tasks_are_calibrated_so_the_certificate_plus_the_bounds_cost_meets_delt
         ),
     }
     for name, (task, _) in augmented_tasks.items():
-        certified[name] = (task, augmented_delta(1.0, task.dummy_law(), task.beta))
+        certified[name] = (task, augmented_delta(1.0, task.dummy_law(), task.spec.beta))
     for name, (task, delta) in certified.items():
         total = Fraction(delta) + Fraction(task.cap_delta())
         assert total <= Fraction(task.delta), name
@@ -356,14 +356,13 @@ def test_a_release_takes_the_bounds_cost_off_its_lower_bound(protocol, augmented
     """The run R can be (1 + e^ε)·N·p less private than M too: its lower bound drops as much."""
     from shuffledp.service.release import build_release
     from shuffledp.service.store_protocols import AggregateTotals
-    from shuffledp.service.task import augmented_calibration
 
     if protocol == "flip":
         task, _ = create_task("flip", DOMAIN, 1.0, 1e-6, 300)
         lower = build_protocol(task, 300).privacy_report().lower_bound_delta
     else:
         task, _ = augmented_tasks["sageo"]
-        lower = augmented_calibration(task, 300).privacy_report().lower_bound_delta
+        lower = task.spec.calibration_at(300, 5, 1.0, task.delta).privacy_report().lower_bound_delta
     assert lower is not None and lower > 0
     totals = AggregateTotals(
         counts=np.full(5, 300, dtype=np.int64),

@@ -75,14 +75,13 @@ def test_method_names_and_relations_match_the_protocols() -> None:
 
 
 def test_message_bound_parties_match_the_analyzer() -> None:
-    try:
-        from shuffledp.service.task import capped_parties
-    except ImportError:  # pragma: no cover - the service extra
-        pytest.skip("the service extra is not installed")
+    from shuffledp.specs import spec_class
+
     for protocol in ("flip", "krr", "correlated", "augmented"):
         for variant in ("sageo", "s1geo", "sbin"):
             for users in (1, 2, 2000):
-                expected = capped_parties(protocol, users, variant)
+                spec = spec_class(protocol)
+                expected = spec.capped_parties_when_calibrated(users, {"variant": variant})
                 assert rd.message_bound_parties(protocol, users, variant) == expected
     with pytest.raises(InvalidParameterError, match="segmented"):
         rd.message_bound_parties("segmented", 10, None)

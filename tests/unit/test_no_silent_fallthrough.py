@@ -25,13 +25,8 @@ from shuffledp.cli.run._release import ReleaseContext, run_to_dict
 from shuffledp.data.domains import check_domain_source
 from shuffledp.protocols.krr import KRRProtocol
 from shuffledp.protocols.segmented import LevelCounts, aggregate_levels
-from shuffledp.service.task import (
-    Task,
-    TaskError,
-    capped_parties,
-    create_task,
-    max_messages_per_user,
-)
+from shuffledp.service.task import Task, TaskError, create_task
+from shuffledp.specs import AugmentedSpec, SpecError, spec_class
 
 LABELS = ["a", "b", "c"]
 
@@ -152,23 +147,16 @@ def test_calibrate_accepts_the_parameter_it_searches():
 
 
 @pytest.mark.parametrize("protocol", ["Flip", "FLIP", "Correlated", "shuffle"])
-def test_capped_parties_refuses_an_unknown_protocol(protocol):
-    assert capped_parties("flip", 1000, None) == 1000
-    with pytest.raises(InvalidParameterError, match=r"^protocol must be one of"):
-        capped_parties(protocol, 1000, None)
+def test_the_spec_registry_refuses_an_unknown_protocol(protocol):
+    assert spec_class("flip").capped_parties_when_calibrated(1000, {}) == 1000
+    with pytest.raises(SpecError, match=r"^protocol must be one of"):
+        spec_class(protocol)
 
 
-def test_capped_parties_refuses_an_unknown_augmented_variant():
-    assert capped_parties("augmented", 1000, "sageo") == 1
-    with pytest.raises(InvalidParameterError, match=r"^variant must be one of"):
-        capped_parties("augmented", 1000, "SBin")
-
-
-@pytest.mark.parametrize("protocol", ["KRR", "correlated", "Flip"])
-def test_flip_message_bound_refuses_other_protocols(protocol):
-    assert max_messages_per_user("krr", 4) == 1
-    with pytest.raises(InvalidParameterError, match=r"^protocol must be 'flip', 'krr' or"):
-        max_messages_per_user(protocol, 4, 0.01, 10)
+def test_an_augmented_spec_refuses_an_unknown_variant():
+    assert AugmentedSpec("sbin", 1.0, trials=10, calibration="fixed").capped_parties(1000) == 0
+    with pytest.raises(SpecError, match=r"^variant must be one of"):
+        AugmentedSpec("SBin", 1.0, trials=10, calibration="fixed")
 
 
 @pytest.mark.parametrize(

@@ -132,9 +132,7 @@ def batch_message_bounds(task: Task, n_users: int) -> tuple[int, int]:
     bound exceeded with probability 1e-30: such a batch would be refused).
     """
     most = n_users * task.max_messages_per_submission + task.max_dummies_per_batch()
-    if task.protocol == "flip" or (task.protocol == "augmented" and task.beta != 1.0):
-        return 0, most
-    return n_users, most
+    return n_users * task.spec.fewest_messages_per_user(), most
 
 
 def batch_body_bytes(task: Task, n_users: int) -> int:

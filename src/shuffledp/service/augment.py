@@ -46,6 +46,7 @@ from shuffledp.accounting.certificates.augmented import DummyLaw, SAGeoLaw, SBin
 from shuffledp.service.task import Task, TaskError
 from shuffledp.service.wire import CIPHERTEXT_LENGTH, MessageSealer, public_key_from_b64
 from shuffledp.shuffler.uniform import secure_permutation
+from shuffledp.specs import AugmentedSpec
 
 __all__ = ["DummyAugmenter", "SecureUniforms", "secure_dummy_counts"]
 
@@ -145,11 +146,11 @@ class DummyAugmenter:
     """
 
     def __init__(self, task: Task) -> None:
-        if task.protocol != "augmented":
+        spec = task.spec
+        if not isinstance(spec, AugmentedSpec):
             raise TaskError(f"a {task.protocol} task has no dummies")
-        assert task.beta is not None
-        self.law = task.dummy_law()
-        self.beta = task.beta
+        self.law = spec.dummy_law()
+        self.beta = spec.beta
         self.domain_size = task.domain_size
         self._sealer = MessageSealer(
             public_key_from_b64(task.public_key), task.task_id, task.domain_size

@@ -26,6 +26,7 @@ from shuffledp.service.client import Client
 from shuffledp.service.processes import ServiceProcess
 from shuffledp.service.secretfile import write_secret_file
 from shuffledp.service.task import create_task, save_private_key, save_task
+from shuffledp.specs import FlipSpec
 
 __all__ = ["run_deploy_demo"]
 
@@ -77,9 +78,11 @@ def run_deploy_demo(
         save_task(task, work / "task.json")
         save_private_key(key, work / "analyzer.key")
         write_secret_file(work / "forward.token", "demo-" + task.task_id)
+        spec = task.spec
+        assert isinstance(spec, FlipSpec)
         print(
             f"FLIP deploy demo: n={n} users, d={domain_size}, task {task.task_id} "
-            f"(q={task.q:.4g}, k={task.fake_users}, min batch {n} users)"
+            f"(q={spec.q:.4g}, {spec.fake_users} fake users per user, min batch {n} users)"
         )
         analyzer = ServiceProcess(
             "analyzer",

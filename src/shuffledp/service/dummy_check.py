@@ -41,7 +41,8 @@ P[T ≤ k] so that L(n) is never above the true quantile:
 * by Chernoff's bound beyond it (large d): for every s > 0,
   P[T ≤ k] ≤ exp(s·k + n·ln(1 − β + β·e^{−s}) + d·ln E[e^{−s·z}]), minimized
   over s (every s tried gives a valid bound), compared with half the tail
-  to cover the rounding of its logarithms, as :mod:`shuffledp.service.message_bounds` does.
+  to cover the rounding of its logarithms, as
+  :mod:`shuffledp.accounting.certificates.message_bounds` does.
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ from numpy.typing import NDArray
 
 from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.accounting.certificates.augmented import DummyLaw, SAGeoLaw, SBinLaw
+from shuffledp.accounting.certificates.message_bounds import MESSAGE_TAIL_PROBABILITY
 from shuffledp.accounting.numerics.search import smallest_passing_integer
-from shuffledp.service.message_bounds import MESSAGE_TAIL_PROBABILITY
 from shuffledp.service.task import Task, TaskError
+from shuffledp.specs import AugmentedSpec
 
 __all__ = [
     "DUMMY_CHECK_TAIL",
@@ -222,11 +224,11 @@ def task_fewest_messages(task: Task, n_users: int) -> int:
     Raises:
         TaskError: If the task is not an augmented one.
     """
-    if task.protocol != "augmented":
+    spec = task.spec
+    if not isinstance(spec, AugmentedSpec):
         raise TaskError(f"a {task.protocol} task has no dummies to check")
-    assert task.beta is not None
-    if task.beta == 1.0:  # T = n + Z: one bound on Z serves every n
-        dummies, _ = fewest_honest_messages(task.dummy_law(), task.domain_size, 1.0, 0)
+    if spec.beta == 1.0:  # T = n + Z: one bound on Z serves every n
+        dummies, _ = fewest_honest_messages(spec.dummy_law(), task.domain_size, 1.0, 0)
         return n_users + dummies
-    fewest, _ = fewest_honest_messages(task.dummy_law(), task.domain_size, task.beta, n_users)
+    fewest, _ = fewest_honest_messages(spec.dummy_law(), task.domain_size, spec.beta, n_users)
     return fewest

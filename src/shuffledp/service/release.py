@@ -1,7 +1,7 @@
 """What the analyzer publishes: the same JSON as ``shuffledp run PROTOCOL``.
 
 The estimate is computed over every aggregated batch: the protocol is rebuilt
-for N = all their users (:func:`~shuffledp.service.task.build_protocol`) and
+for N = all their users (:meth:`~shuffledp.service.task.Task.build_protocol`) and
 its estimator applied to the summed counts. The augmented protocol's shuffler
 adds dummies to each of the B batches, so its estimate subtracts B·E[z] per
 bin (and divides by β), with variance B·Var z + β(1 − β)h_j over β²; the
@@ -30,7 +30,7 @@ Every report's δ also carries what the message bounds cost
 (:meth:`~shuffledp.service.task.Task.cap_delta`): an honest party that would
 exceed its bound does not send, so the published messages come from the
 honest law conditioned on staying within it; the argument is in
-:mod:`shuffledp.service.message_bounds`. Tasks are calibrated for the target
+:mod:`shuffledp.accounting.certificates.message_bounds`. Tasks are calibrated for the target
 δ minus that cost, so the sum stays within the target.
 """
 
@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from shuffledp._validation import ShuffleDPError
+from shuffledp.accounting.certificates.message_bounds import with_cap_delta
 from shuffledp.analyzers.augmented import AugmentedAnalyzer
 from shuffledp.cli.run._release import ReleaseContext, run_to_dict
 from shuffledp.cli.run.augmented import augmented_run_to_dict
@@ -53,14 +54,9 @@ from shuffledp.protocols.augmented import AugmentedProtocol
 from shuffledp.protocols.base import ProtocolRun
 from shuffledp.protocols.flip import FlipProtocol
 from shuffledp.protocols.krr import KRRProtocol
-from shuffledp.service.message_bounds import with_cap_delta
 from shuffledp.service.store_protocols import AggregateTotals, AnalyzerStore
-from shuffledp.service.task import (
-    Task,
-    augmented_calibration,
-    build_protocol,
-    correlated_calibration,
-)
+from shuffledp.service.task import Task
+from shuffledp.specs import AugmentedSpec, CorrelatedSpec
 
 __all__ = ["NothingToPublishError", "build_release", "publish"]
 
@@ -158,7 +154,7 @@ def _context(task: Task, totals: AggregateTotals, smallest: int) -> ReleaseConte
 
 def _above_target(certified: float, task: Task) -> str:
     """Why the certificate of the task's own parameters exceeds its target δ."""
-    if task.protocol == "correlated" and task.neighbours == "add-remove":
+    if isinstance(task.spec, CorrelatedSpec) and task.spec.neighbours == "add-remove":
         return (
             f"the certificate's delta {certified:.3g} is above the task's target "
             f"{task.delta:g}: the task was calibrated by shuffledp 0.2 for a relation in "
@@ -212,22 +208,29 @@ def _correlated_release(
     """N⁺_j − N⁻_j over all batches; certified at min_batch_users users' noise."""
     d = task.domain_size
     statistic = np.asarray(totals.counts, dtype=np.int64).reshape(d, 2).T.copy()
-    at_total = build_protocol(task, totals.n_users)
+    spec = task.spec
+    assert isinstance(spec, CorrelatedSpec)
+    at_total = task.build_protocol(totals.n_users)
     estimate = at_total.estimate(statistic, list(task.domain))
-    certified = correlated_calibration(task, task.min_batch_users)
+    certified = spec.calibration_at(task.min_batch_users, d, task.epsilon, task.delta)
     # The calibration's own assumption speaks of "m of the n users"; the service's
     # (each batch holds min_batch_users users who send their shares) replaces it.
     report = replace(certified.privacy_report(), assumptions=())
     report = _with_message_bounds(report, task)
     run = ProtocolRun("correlated", estimate, report, "message", totals.n_messages, statistic)
-    return correlated_run_to_dict(run, correlated_calibration(task, totals.n_users), context)
+    at_n = spec.calibration_at(totals.n_users, d, task.epsilon, task.delta)
+    return correlated_run_to_dict(run, at_n, context)
 
 
 def _augmented_release(
     task: Task, totals: AggregateTotals, context: ReleaseContext
 ) -> dict[str, Any]:
     """(c_j − B·E[z])/β over B batches; the certificate and trust model of the dummy law."""
-    certified = augmented_calibration(task, task.min_batch_users)
+    spec = task.spec
+    assert isinstance(spec, AugmentedSpec)
+    certified = spec.calibration_at(
+        task.min_batch_users, task.domain_size, task.epsilon, task.delta
+    )
     batches = totals.n_batches
     analyzer = AugmentedAnalyzer(
         totals.n_users,
@@ -287,10 +290,10 @@ def _local_randomizer_release(
 ) -> dict[str, Any]:
     """FLIP and k-RR: the estimator at N users, the certificate at min_batch_users."""
     labels = list(task.domain)
-    at_total = build_protocol(task, totals.n_users)
+    at_total = task.build_protocol(totals.n_users)
     estimate = at_total.estimate(totals.counts, labels)
     # Certified at the honest users the task promises, not at the batch's submissions.
-    certified = build_protocol(task, task.min_batch_users)
+    certified = task.build_protocol(task.min_batch_users)
     if isinstance(certified, FlipProtocol):
         flip_cal = replace(certified.calibration, method=task.calibration, target_delta=task.delta)
         run = ProtocolRun(

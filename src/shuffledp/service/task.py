@@ -27,19 +27,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from numpy.typing import NDArray
 
 from shuffledp import __version__
-from shuffledp._rng import SeedLike
 from shuffledp._validation import (
     DataError,
     InvalidParameterError,
@@ -48,33 +44,13 @@ from shuffledp._validation import (
     check_int,
 )
 from shuffledp._wording import Parameter, Worded
-from shuffledp.accounting.certificates.augmented import (
-    VARIANTS,
-    DummyLaw,
-    SAGeoLaw,
-    SBinLaw,
-    augmented_delta,
-    check_beta,
-)
-from shuffledp.accounting.certificates.correlated import (
-    NEIGHBOURS,
-    CorrelatedNoise,
-    correlated_delta,
-)
-from shuffledp.data.domains import check_domain, check_domain_source
-from shuffledp.messages import MessageBatch
-from shuffledp.randomizers.augmented import AugmentedClient
-from shuffledp.randomizers.bitflip import FlipRandomizer
-from shuffledp.randomizers.correlated import CorrelatedRandomizer
-from shuffledp.randomizers.krr import KRRRandomizer
-from shuffledp.schemas import schema_id
-from shuffledp.service.message_bounds import (
+from shuffledp.accounting.certificates.message_bounds import (
     MESSAGE_TAIL_PROBABILITY,
     calibration_target,
-    correlated_max_messages,
     honest_cap_delta,
-    max_dummies_per_batch,
 )
+from shuffledp.data.domains import check_domain, check_domain_source
+from shuffledp.schemas import schema_id
 from shuffledp.service.secretfile import read_secret_file, write_secret_file
 from shuffledp.service.wire import (
     MAX_INDEX,
@@ -86,11 +62,22 @@ from shuffledp.service.wire import (
     public_key_from_b64,
     public_key_to_b64,
 )
+from shuffledp.specs import (
+    SPECS,
+    AugmentedSpec,
+    CorrelatedSpec,
+    PlainValueRandomizer,
+    ProtocolSpec,
+    Randomizer,
+    SpecError,
+    spec_class,
+    spec_from_dict,
+)
 
 if TYPE_CHECKING:  # the protocols load the accountant: imported where a task needs them
-    from shuffledp.protocols.augmented import AugmentedCalibration
+    from shuffledp.accounting.certificates.augmented import DummyLaw
+    from shuffledp.accounting.certificates.correlated_noise import CorrelatedNoise
     from shuffledp.protocols.base import ShuffleProtocol
-    from shuffledp.protocols.correlated import CorrelatedCalibration
 
 __all__ = [
     "MAX_BATCH_USERS",
@@ -99,18 +86,15 @@ __all__ = [
     "TASK_FORMAT",
     "TASK_SCHEMA",
     "PlainValueRandomizer",
+    "Randomizer",
     "Task",
     "TaskError",
-    "augmented_calibration",
     "build_protocol",
     "build_randomizer",
-    "capped_parties",
-    "correlated_calibration",
     "create_task",
     "is_id",
     "load_private_key",
     "load_task",
-    "max_messages_per_user",
     "new_id",
     "save_private_key",
     "save_task",
@@ -120,32 +104,11 @@ __all__ = [
 TASK_FORMAT = "shuffledp-task/1"
 #: ``schema`` of a task document this version writes (the ``$id`` of its JSON Schema).
 TASK_SCHEMA = schema_id("task")
-#: Protocols a task can run.
-PROTOCOLS: tuple[str, ...] = ("flip", "krr", "correlated", "augmented")
+#: Protocols a task can run (the names of :data:`shuffledp.specs.SPECS`).
+PROTOCOLS: tuple[str, ...] = tuple(SPECS)
 #: Largest ``min_batch_users`` (and number of users in a batch) the services handle:
 #: 2**40 users per batch keep every sum of users over batches far below 2**63.
 MAX_BATCH_USERS = 2**40
-
-Protocol = Literal["flip", "krr", "correlated", "augmented"]
-
-
-class PlainValueRandomizer:
-    """An augmented client: one message carrying the value, no noise (the shuffler adds it).
-
-    Args:
-        domain_size: d.
-    """
-
-    def __init__(self, domain_size: int) -> None:
-        self._client = AugmentedClient(domain_size)
-
-    def randomize(self, values: NDArray[np.integer], seed: SeedLike = None) -> MessageBatch:
-        """Every user's one message, its value (``seed`` is not used: nothing is random)."""
-        return self._client.randomize(values)
-
-
-#: What a client runs for one task (:func:`build_randomizer`).
-Randomizer = FlipRandomizer | KRRRandomizer | CorrelatedRandomizer | PlainValueRandomizer
 
 
 class TaskError(DataError):
@@ -165,62 +128,15 @@ def is_id(value: object) -> bool:
     return isinstance(value, str) and _ID.fullmatch(value) is not None
 
 
-def max_messages_per_user(protocol: str, domain_size: int, q: float = 0.0, k: int = 0) -> int:
-    """Return the most messages an honest client sends, but for a negligible probability.
-
-    k-RR and the augmented protocol send exactly one (for the correlated
-    protocol see :func:`~shuffledp.service.message_bounds.correlated_max_messages`).
-    A FLIP user sends Ber(1 − q) + Bin(d − 1, q) +
-    Bin(k·d, q) messages (the count's law does not depend on the value), at
-    most 1 + Bin((k + 1)·d − 1, q); the bound is the smallest c with
-    P[1 + Bin((k + 1)·d − 1, q) > c] ≤ :data:`MESSAGE_TAIL_PROBABILITY`. The
-    shuffler rejects larger submissions; a client that draws more does not submit.
-    """
-    if protocol in ("krr", "augmented"):
-        return 1
-    if protocol != "flip":
-        raise InvalidParameterError(
-            f"protocol must be 'flip', 'krr' or 'augmented', got {protocol!r} (the correlated "
-            "protocol's bound is message_bounds.correlated_max_messages)"
-        )
-    from scipy.stats import binom
-
-    trials = (k + 1) * domain_size - 1
-    mean = trials * q
-    top = min(trials, int(mean + 60.0 * math.sqrt(mean + 1.0) + 200.0))
-    for extra in range(int(mean), top + 1):
-        if float(binom.sf(extra, trials, q)) <= MESSAGE_TAIL_PROBABILITY:
-            return 1 + extra
-    return 1 + top
-
-
-def capped_parties(protocol: str, min_batch_users: int, variant: str | None) -> int:
-    """How many parties a task's certificate counts on could exceed a message bound.
-
-    FLIP and correlated: the ``min_batch_users`` clients of a batch (each
-    drops out above ``max_messages_per_submission``). Augmented SAGeo and
-    S1Geo: the shuffler's one draw of a batch's dummies (a batch above
-    :meth:`Task.max_dummies_per_batch` is never published). k-RR and augmented
-    SBin: none (one message per client; at most M dummies per bin).
-    """
-    if protocol not in PROTOCOLS:
-        raise InvalidParameterError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
-    if protocol in ("flip", "correlated"):
-        return check_int(min_batch_users, "min_batch_users", minimum=1)
-    if protocol == "augmented":
-        if variant not in VARIANTS:
-            raise InvalidParameterError(f"variant must be one of {VARIANTS}, got {variant!r}")
-        return 0 if variant == "sbin" else 1
-    return 0
-
-
 @dataclass(frozen=True)
 class Task:
     """The public description of one collection (format ``shuffledp-task/1``).
 
     Attributes:
         task_id: Random 128-bit id (32 hex digits); bound into every ciphertext.
-        protocol: ``"flip"``, ``"krr"``, ``"correlated"`` or ``"augmented"``.
+        spec: The protocol and its calibrated parameters
+            (:class:`~shuffledp.specs.ProtocolSpec`; the document's ``protocol``
+            is its name, its ``parameters`` its JSON form).
         domain: The public domain's labels, in bin order (a message carries a bin
             index; a correlated message the index 2·bin + (1 if its sign is −1)).
         domain_source: Where the domain came from (``declared``, ``file``, ``builtin:NAME``).
@@ -230,29 +146,11 @@ class Task:
             for. The guarantee holds for every batch of at least n users
             (extra users' reports can be handed to the adversary: post-processing),
             and no smaller batch is ever forwarded or published.
-        calibration: How the parameters were chosen (``exact``, ``paper``; for
-            the augmented protocol also ``pure`` (S1Geo) or ``fixed``).
         public_key: The analyzer's raw X25519 public key, base64.
         max_messages_per_submission: Most ciphertexts one submission may carry
-            (see :func:`max_messages_per_user`).
+            (the spec's :meth:`~shuffledp.specs.ProtocolSpec.max_messages`).
         one_submission_per_client: Whether the shuffler admits one submission per
             client token (:mod:`shuffledp.service.tokens`).
-        q: FLIP's flip probability.
-        fake_users: FLIP's k.
-        epsilon0: k-RR's local ε₀.
-        estimator: k-RR's estimator (``inversion``, ``raw``, ``clip``, ``simplex``).
-        alpha: Correlated: α = e^{−a}, the two-sided geometric part of every bin's noise.
-        flood_r: Correlated: the flooding NB(r, q)'s shape r (per bin, at
-            ``min_batch_users`` users).
-        flood_q: Correlated: the flooding's q.
-        neighbours: Correlated: ``"replacement"`` or ``"add-remove"``.
-        slack: Correlated: the accuracy slack it was calibrated with (``None`` if not).
-        variant: Augmented: the dummy law, ``"sageo"``, ``"s1geo"`` or ``"sbin"``.
-        beta: Augmented: the probability that the shuffler keeps each message.
-        nu: Augmented (SAGeo, S1Geo): the shift ν.
-        q_left: Augmented (SAGeo, S1Geo): q_l.
-        q_right: Augmented (SAGeo, S1Geo): q_r.
-        trials: Augmented (SBin): M.
         shuffledp_version: The version that created the task.
         schema: The document's ``schema`` (:data:`TASK_SCHEMA`); ``None`` for a
             document written by shuffledp 0.1, which has none. It is kept as it
@@ -260,33 +158,27 @@ class Task:
     """
 
     task_id: str
-    protocol: Protocol
+    spec: ProtocolSpec
     domain: tuple[str, ...]
     domain_source: str
     epsilon: float
     delta: float
     min_batch_users: int
-    calibration: str
     public_key: str
     max_messages_per_submission: int
     one_submission_per_client: bool = False
-    q: float | None = None
-    fake_users: int | None = None
-    epsilon0: float | None = None
-    estimator: str | None = None
-    alpha: float | None = None
-    flood_r: float | None = None
-    flood_q: float | None = None
-    neighbours: str | None = None
-    slack: float | None = None
-    variant: str | None = None
-    beta: float | None = None
-    nu: int | None = None
-    q_left: float | None = None
-    q_right: float | None = None
-    trials: int | None = None
     shuffledp_version: str = __version__
     schema: str | None = TASK_SCHEMA
+
+    @property
+    def protocol(self) -> str:
+        """The protocol's name (the spec's)."""
+        return self.spec.name
+
+    @property
+    def calibration(self) -> str:
+        """How the parameters were chosen (the spec's ``calibration``)."""
+        return self.spec.calibration
 
     @property
     def domain_size(self) -> int:
@@ -296,40 +188,12 @@ class Task:
     @property
     def message_domain_size(self) -> int:
         """Number of distinct messages: 2d for the correlated protocol (bin, sign), else d."""
-        return 2 * len(self.domain) if self.protocol == "correlated" else len(self.domain)
+        return self.spec.message_domain_size(len(self.domain))
 
     @property
     def parameters(self) -> dict[str, Any]:
-        """The protocol parameters, as in the task document."""
-        if self.protocol == "flip":
-            return {"q": self.q, "fake_users": self.fake_users, "calibration": self.calibration}
-        if self.protocol == "correlated":
-            return {
-                "alpha": self.alpha,
-                "flood_r": self.flood_r,
-                "flood_q": self.flood_q,
-                "min_honest": self.min_batch_users,
-                "neighbours": self.neighbours,
-                "slack": self.slack,
-                "calibration": self.calibration,
-            }
-        if self.protocol == "augmented":
-            law: dict[str, Any] = (
-                {"trials": self.trials}
-                if self.variant == "sbin"
-                else {"nu": self.nu, "q_left": self.q_left, "q_right": self.q_right}
-            )
-            return {
-                "variant": self.variant,
-                "beta": self.beta,
-                **law,
-                "calibration": self.calibration,
-            }
-        return {
-            "epsilon0": self.epsilon0,
-            "estimator": self.estimator,
-            "calibration": self.calibration,
-        }
+        """The protocol parameters, as in the task document (the spec's JSON form)."""
+        return self.spec.to_dict()
 
     def correlated_noise(self) -> CorrelatedNoise:
         """The correlated protocol's per-bin noise at ``min_batch_users`` users (α, r, q).
@@ -337,10 +201,9 @@ class Task:
         Raises:
             TaskError: If the task is not a correlated one.
         """
-        if self.protocol != "correlated":
+        if not isinstance(self.spec, CorrelatedSpec):
             raise TaskError(f"a {self.protocol} task has no correlated noise")
-        assert self.alpha is not None and self.flood_r is not None and self.flood_q is not None
-        return CorrelatedNoise(self.alpha, self.flood_r, self.flood_q)
+        return self.spec.noise()
 
     def dummy_law(self) -> DummyLaw:
         """The augmented protocol's dummy law (SAGeo for ``sageo`` and ``s1geo``, SBin).
@@ -348,38 +211,55 @@ class Task:
         Raises:
             TaskError: If the task is not an augmented one.
         """
-        if self.protocol != "augmented":
+        if not isinstance(self.spec, AugmentedSpec):
             raise TaskError(f"a {self.protocol} task has no dummy law")
-        if self.variant == "sbin":
-            assert self.trials is not None
-            return SBinLaw(self.trials)
-        assert self.nu is not None and self.q_left is not None and self.q_right is not None
-        return SAGeoLaw(self.nu, self.q_left, self.q_right)
+        return self.spec.dummy_law()
 
     def max_dummies_per_batch(self) -> int:
-        """Augmented: the most dummies the shuffler adds to a batch, but with probability 1e-30.
+        """The most dummies the shuffler adds to a batch, but with probability 1e-30.
 
-        (:func:`~shuffledp.service.message_bounds.max_dummies_per_batch`; 0 for
-        the other protocols, whose shuffler adds none.)
+        (The spec's :meth:`~shuffledp.specs.ProtocolSpec.max_dummies_per_batch`:
+        0 but for the augmented protocol, whose shuffler adds the noise.)
         """
-        if self.protocol != "augmented":
-            return 0
-        return max_dummies_per_batch(self.domain_size, self.dummy_law())
+        return self.spec.max_dummies_per_batch(self.domain_size)
 
     def capped_parties(self) -> int:
         """How many parties the certificate counts on could exceed a message bound.
 
-        (:func:`capped_parties` of the task's protocol, batch size and variant.)
+        (The spec's :meth:`~shuffledp.specs.ProtocolSpec.capped_parties` at
+        ``min_batch_users``: FLIP and correlated, every client of a batch;
+        augmented SAGeo and S1Geo, the shuffler's one draw of a batch's
+        dummies; k-RR and augmented SBin, none.)
         """
-        return capped_parties(self.protocol, self.min_batch_users, self.variant)
+        return self.spec.capped_parties(self.min_batch_users)
 
     def cap_delta(self) -> float:
         """The δ the message bounds add to every release's certificate at the task's ε.
 
-        :func:`~shuffledp.service.message_bounds.honest_cap_delta` of
+        :func:`~shuffledp.accounting.certificates.message_bounds.honest_cap_delta` of
         :meth:`capped_parties`; tasks are calibrated for the target δ minus it.
         """
         return honest_cap_delta(self.epsilon, self.capped_parties())
+
+    def build_protocol(self, n: int) -> ShuffleProtocol:
+        """The task's protocol for ``n`` users (estimates and the privacy report at n).
+
+        The spec's :meth:`~shuffledp.specs.ProtocolSpec.protocol` at the task's
+        labels, ε and target δ: the report is the certified δ at the task's ε
+        for n users (the correlated and augmented certificates do not depend on
+        n; an augmented protocol's estimate subtracts the dummies of ONE batch,
+        see :mod:`shuffledp.service.release`).
+        """
+        n = check_int(n, "n", minimum=1)
+        return self.spec.protocol(n, self.domain, self.epsilon, self.delta)
+
+    def build_randomizer(self) -> Randomizer:
+        """The client-side randomizer (the spec's; no accounting needed).
+
+        Its ``randomize(values, seed)`` returns the users' messages before the
+        shuffle; a correlated message's payload is 2·bin + (1 if its sign is −1).
+        """
+        return self.spec.randomizer(self.domain_size)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON document (its ``schema`` first, when it has one)."""
@@ -436,33 +316,21 @@ class Task:
         if not isinstance(params, dict):
             raise TaskError("task parameters must be an object")
         try:
+            spec = spec_from_dict(str(data.get("protocol")), params)
+        except SpecError as exc:
+            raise TaskError(f"invalid task: {exc}") from None
+        try:
             task = cls(
                 task_id=data["task_id"],
-                protocol=data["protocol"],
+                spec=spec,
                 domain=tuple(data["domain"]),
                 domain_source=data["domain_source"],
                 epsilon=data["epsilon"],
                 delta=data["delta"],
                 min_batch_users=data["min_batch_users"],
-                calibration=params["calibration"],
                 public_key=data["public_key"],
                 max_messages_per_submission=data["max_messages_per_submission"],
                 one_submission_per_client=data["one_submission_per_client"],
-                q=params.get("q"),
-                fake_users=params.get("fake_users"),
-                epsilon0=params.get("epsilon0"),
-                estimator=params.get("estimator"),
-                alpha=_real(params, "alpha"),
-                flood_r=_real(params, "flood_r"),
-                flood_q=_real(params, "flood_q"),
-                neighbours=params.get("neighbours"),
-                slack=_real(params, "slack"),
-                variant=params.get("variant"),
-                beta=_real(params, "beta"),
-                nu=params.get("nu"),
-                q_left=_real(params, "q_left"),
-                q_right=_real(params, "q_right"),
-                trials=params.get("trials"),
                 shuffledp_version=data.get("shuffledp_version", "unknown"),
                 schema=data.get("schema"),
             )
@@ -470,16 +338,11 @@ class Task:
             raise TaskError(f"task document has no field {exc.args[0]!r}") from None
         except TypeError:
             raise TaskError("task document has a field of the wrong type") from None
-        if task.protocol == "correlated" and params.get("min_honest") != task.min_batch_users:
-            raise TaskError(
-                "a correlated task's parameters.min_honest must equal its min_batch_users "
-                f"({task.min_batch_users}), got {params.get('min_honest')!r}"
-            )
         task.check()
         return task
 
     def check(self) -> None:
-        """Check every field.
+        """Check every field (the spec checked its own when it was made).
 
         Raises:
             TaskError: On the first bad field.
@@ -487,10 +350,11 @@ class Task:
         try:
             if not is_id(self.task_id):
                 raise TaskError(f"task_id must be 32 lowercase hex digits, got {self.task_id!r}")
-            if self.protocol not in PROTOCOLS:
-                raise TaskError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
+            if not isinstance(self.spec, ProtocolSpec):
+                raise TaskError(f"a task's spec must be a ProtocolSpec, got {self.spec!r}")
+            spec_class(self.spec.name)
             check_domain(list(self.domain), "task domain")
-            if len(self.domain) > MAX_INDEX:
+            if len(self.domain) > MAX_INDEX or self.message_domain_size - 1 > MAX_INDEX:
                 raise TaskError("task domain is too large for the message format")
             check_epsilon(self.epsilon, "task epsilon")
             check_delta(self.delta, "task delta")
@@ -500,56 +364,21 @@ class Task:
             check_int(self.max_messages_per_submission, "max_messages_per_submission", minimum=1)
             if not isinstance(self.one_submission_per_client, bool):
                 raise TaskError("one_submission_per_client must be true or false")
-            if not isinstance(self.calibration, str):
-                raise TaskError("calibration must be a string")
             # A task's domain is public: releases say it is covered on this field alone.
             check_domain_source(self.domain_source)
             if self.schema not in (None, TASK_SCHEMA):
                 raise TaskError(f"task schema must be {TASK_SCHEMA!r}, got {self.schema!r}")
             public_key_from_b64(self.public_key)
-            if self.protocol == "flip":
-                FlipRandomizer(len(self.domain), self.q, self.fake_users)  # type: ignore[arg-type]
-            elif self.protocol == "krr":
-                KRRRandomizer(len(self.domain), self.epsilon0)  # type: ignore[arg-type]
-                if self.estimator not in ("inversion", "raw", "clip", "simplex"):
-                    raise TaskError(f"unknown k-RR estimator {self.estimator!r}")
-            elif self.protocol == "correlated":
-                self._check_correlated()
-            else:
-                self._check_augmented()
+            self.spec.check_task(
+                domain_size=self.domain_size,
+                epsilon=self.epsilon,
+                min_batch_users=self.min_batch_users,
+                max_messages_per_submission=self.max_messages_per_submission,
+            )
         except TaskError:
             raise
         except (InvalidParameterError, WireError, DataError, TypeError) as exc:
             raise TaskError(f"invalid task: {exc}") from None
-
-    def _check_correlated(self) -> None:
-        if None in (self.alpha, self.flood_r, self.flood_q):
-            raise TaskError("a correlated task needs parameters alpha, flood_r and flood_q")
-        self.correlated_noise()
-        if self.neighbours not in NEIGHBOURS:
-            raise TaskError(f"neighbours must be one of {NEIGHBOURS}, got {self.neighbours!r}")
-        if self.slack is not None and not (math.isfinite(self.slack) and self.slack > 0):
-            raise TaskError(f"slack must be a positive number or null, got {self.slack!r}")
-        if 2 * len(self.domain) - 1 > MAX_INDEX:
-            raise TaskError("task domain is too large for the message format")
-
-    def _check_augmented(self) -> None:
-        if self.variant not in VARIANTS:
-            raise TaskError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
-        if self.beta is None:
-            raise TaskError("an augmented task needs the parameter beta")
-        check_beta(self.beta, self.epsilon if self.variant == "sageo" else None)
-        if self.variant == "sbin":
-            if self.trials is None:
-                raise TaskError("an sbin task needs the parameter trials")
-        elif None in (self.nu, self.q_left, self.q_right):
-            raise TaskError(f"an {self.variant} task needs the parameters nu, q_left and q_right")
-        self.dummy_law()
-        if self.max_messages_per_submission != 1:
-            raise TaskError(
-                "an augmented client sends exactly one message: max_messages_per_submission "
-                f"must be 1, got {self.max_messages_per_submission}"
-            )
 
     def index_of(self, label: str) -> int:
         """Return the bin index of a label of the domain.
@@ -563,22 +392,8 @@ class Task:
             raise DataError(f"value {label!r} is not in the task's domain") from None
 
 
-def _real(params: dict[str, Any], key: str) -> float | None:
-    """A parameter that is a number, as a float (JSON may write 1.0 as 1); None if absent.
-
-    Raises:
-        TaskError: If it is present and not a number.
-    """
-    value = params.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TaskError(f"task parameter {key!r} must be a number, got {value!r}")
-    return float(value)
-
-
 def create_task(
-    protocol: str,
+    protocol: str | ProtocolSpec,
     domain: list[str] | tuple[str, ...],
     epsilon: float,
     delta: float,
@@ -598,17 +413,22 @@ def create_task(
 ) -> tuple[Task, X25519PrivateKey]:
     """Calibrate a protocol for ``min_batch_users`` users and generate the analyzer's key pair.
 
-    FLIP uses :meth:`FlipProtocol.calibrated` (q for k fake users), k-RR
-    :meth:`KRRProtocol.calibrated` (ε₀), the correlated protocol
-    :func:`~shuffledp.protocols.correlated.calibrate_correlated` with
-    ``min_honest`` = ``min_batch_users`` (each user's noise shares are
-    NB(1/n, ·), so n honest users' shares add up to the certified noise), the
-    augmented protocol :func:`~shuffledp.protocols.augmented.calibrate_augmented`
-    (its guarantee does not depend on n). The returned private key must be
-    saved with :func:`save_private_key` and given to the analyzer only.
+    Given a protocol's name, its spec's ``calibrate`` chooses the parameters:
+    :meth:`FlipSpec.calibrate <shuffledp.specs.FlipSpec.calibrate>` (q for k
+    fake users), :meth:`KRRSpec.calibrate <shuffledp.specs.KRRSpec.calibrate>`
+    (ε₀), :meth:`CorrelatedSpec.calibrate <shuffledp.specs.CorrelatedSpec.calibrate>`
+    with ``min_honest`` = ``min_batch_users`` (each user's noise shares are
+    NB(1/n, ·), so n honest users' shares add up to the certified noise) and
+    :meth:`AugmentedSpec.calibrate <shuffledp.specs.AugmentedSpec.calibrate>`
+    (its guarantee does not depend on n). Given a spec, its parameters are
+    certified at ``min_batch_users`` users instead, and refused if they do
+    not meet the target. Either way the parameters are calibrated for the
+    target δ minus what the message bounds cost. The returned private key
+    must be saved with :func:`save_private_key` and given to the analyzer only.
 
     Args:
-        protocol: ``"flip"``, ``"krr"``, ``"correlated"`` or ``"augmented"``.
+        protocol: ``"flip"``, ``"krr"``, ``"correlated"`` or ``"augmented"``,
+            or a :class:`~shuffledp.specs.ProtocolSpec` to certify as it is.
         domain: The public domain's labels, in bin order.
         epsilon: Target ε.
         delta: Target δ.
@@ -628,25 +448,40 @@ def create_task(
         trials: Augmented SBin: a fixed M to certify instead of calibrating.
 
     Raises:
-        InvalidParameterError: On a bad parameter or a target no parameter meets.
+        InvalidParameterError: On a bad parameter, an option the protocol does
+            not use, or a target no parameter meets.
     """
-    from shuffledp.protocols.flip import FlipProtocol
-    from shuffledp.protocols.krr import KRRProtocol
-
-    if protocol not in PROTOCOLS:
-        raise InvalidParameterError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
-    _refuse_unused_options(
-        protocol,
-        fake_users=(fake_users, None, ("flip",)),
-        calibration=(calibration, "exact", ("flip", "correlated", "augmented")),
-        estimator=(estimator, "inversion", ("krr",)),
-        slack=(slack, None, ("correlated",)),
-        neighbours=(neighbours, "replacement", ("correlated",)),
-        variant=(variant, "sageo", ("augmented",)),
-        beta=(beta, None, ("augmented",)),
-        nu=(nu, None, ("augmented",)),
-        trials=(trials, None, ("augmented",)),
-    )
+    given = {
+        name: value
+        for name, value, default in (
+            ("fake_users", fake_users, None),
+            ("calibration", calibration, "exact"),
+            ("estimator", estimator, "inversion"),
+            ("slack", slack, None),
+            ("neighbours", neighbours, "replacement"),
+            ("variant", variant, "sageo"),
+            ("beta", beta, None),
+            ("nu", nu, None),
+            ("trials", trials, None),
+        )
+        if value != default
+    }
+    if isinstance(protocol, ProtocolSpec):
+        if given:
+            raise InvalidParameterError(
+                Worded(
+                    "{option} does not apply when the spec is given (its parameters are "
+                    "certified as they are)",
+                    option=Parameter(next(iter(given)), next(iter(given.values()))),
+                )
+            )
+        spec_type: type[ProtocolSpec] = type(protocol)
+    else:
+        try:
+            spec_type = spec_class(protocol)
+        except SpecError as exc:
+            raise InvalidParameterError(str(exc)) from None
+        _refuse_unused_options(spec_type, given)
     labels = tuple(check_domain(list(domain)))
     n = check_int(min_batch_users, "min_batch_users", minimum=2, maximum=MAX_BATCH_USERS)
     key = X25519PrivateKey.generate()
@@ -662,7 +497,12 @@ def create_task(
     }
     # The message bounds cost δ of their own (message_bounds.honest_cap_delta): the
     # parameters are calibrated for what is left, so every release stays within delta.
-    reserve = honest_cap_delta(common["epsilon"], capped_parties(protocol, n, variant))
+    parties = (
+        protocol.capped_parties(n)
+        if isinstance(protocol, ProtocolSpec)
+        else spec_type.capped_parties_when_calibrated(n, given)
+    )
+    reserve = honest_cap_delta(common["epsilon"], parties)
     if not reserve < common["delta"]:
         raise InvalidParameterError(
             Worded(
@@ -675,288 +515,52 @@ def create_task(
                 batch=Parameter("min_batch_users"),
             )
         )
-    delta = calibration_target(common["delta"], reserve)
-    if protocol == "flip":
-        if calibration not in ("exact", "paper"):
+    target = calibration_target(common["delta"], reserve)
+    if isinstance(protocol, ProtocolSpec):
+        spec = protocol
+        certified = spec.protocol(n, labels, common["epsilon"], target).privacy_report().delta
+        if certified > target:
             raise InvalidParameterError(
-                f"calibration must be 'exact' or 'paper', got {calibration!r}"
+                f"the given {spec.name} parameters certify delta {certified:.4g} at epsilon "
+                f"{common['epsilon']:g} and {n} users, above the target {delta:g} less the "
+                f"message bounds' {reserve:.3g}"
             )
-        flip = FlipProtocol.calibrated(  # type: ignore[call-overload]
-            n,
-            list(labels),
-            epsilon,
-            delta,
-            fake_users=fake_users,
-            calibration=calibration,  # a str checked above
-        )
-        cal = flip.calibration
-        task = Task(
-            protocol="flip",
-            calibration=cal.method,
-            q=cal.q,
-            fake_users=cal.fake_users,
-            max_messages_per_submission=max_messages_per_user(
-                "flip", len(labels), cal.q, cal.fake_users
-            ),
-            **common,
-        )
-    elif protocol == "krr":
-        if estimator not in ("inversion", "raw", "clip", "simplex"):
-            raise InvalidParameterError(f"unknown k-RR estimator {estimator!r}")
-        krr = KRRProtocol.calibrated(n, list(labels), epsilon, delta)
-        task = Task(
-            protocol="krr",
-            calibration=krr.calibration.method,
-            epsilon0=krr.calibration.epsilon0,
-            estimator=estimator,
-            max_messages_per_submission=1,
-            **common,
-        )
-    elif protocol == "correlated":
-        task = _create_correlated(common, epsilon, delta, calibration, slack, neighbours)
     else:
-        task = _create_augmented(common, epsilon, delta, calibration, variant, beta, nu, trials)
+        spec = spec_type.calibrate_with(n, labels, common["epsilon"], target, given)
+    if spec.capped_parties(n) != parties:  # the reserve was for this many parties
+        raise AssertionError(f"{spec.name}: capped parties changed with the calibration")
+    task = Task(spec=spec, max_messages_per_submission=spec.max_messages(len(labels)), **common)
     task.check()
     return task, key
 
 
-def _refuse_unused_options(protocol: str, **options: tuple[Any, Any, tuple[str, ...]]) -> None:
+def _refuse_unused_options(spec_type: type[ProtocolSpec], given: dict[str, Any]) -> None:
     """Refuse an option set away from its default for a protocol that does not use it.
 
-    Each option is (value, default, protocols that use it): nothing a caller gives
-    is dropped without a word.
+    A protocol uses the options its spec's ``calibrate`` takes: nothing a caller
+    gives is dropped without a word.
     """
-    for name, (value, default, users) in options.items():
-        if protocol not in users and value != default:
+    for name, value in given.items():
+        if name not in spec_type.calibration_options():
+            users = [spec.name for spec in SPECS.values() if name in spec.calibration_options()]
             raise InvalidParameterError(
                 Worded(
                     "{option} does not apply to the {protocol} protocol (it is for {users})",
                     option=Parameter(name, value),
-                    protocol=protocol,
+                    protocol=spec_type.name,
                     users=", ".join(users),
                 )
             )
 
 
-def _create_correlated(
-    common: dict[str, Any],
-    epsilon: float,
-    delta: float,
-    calibration: str,
-    slack: float | None,
-    neighbours: str,
-) -> Task:
-    from shuffledp.protocols.correlated import DEFAULT_SLACK, calibrate_correlated
-
-    if calibration != "exact":
-        raise InvalidParameterError(
-            f"the correlated protocol is calibrated by the exact accountant only; got "
-            f"calibration {calibration!r}"
-        )
-    n, d = common["min_batch_users"], len(common["domain"])
-    cal = calibrate_correlated(
-        n,
-        d,
-        epsilon,
-        delta,
-        slack=DEFAULT_SLACK if slack is None else slack,
-        min_honest=n,
-        neighbours=neighbours,  # type: ignore[arg-type]
-    )
-    return Task(
-        protocol="correlated",
-        calibration=cal.method,
-        alpha=cal.alpha,
-        flood_r=cal.flood_r,
-        flood_q=cal.flood_q,
-        neighbours=cal.neighbours,
-        slack=cal.slack,
-        max_messages_per_submission=correlated_max_messages(d, cal.noise, n),
-        **common,
-    )
-
-
-def _create_augmented(
-    common: dict[str, Any],
-    epsilon: float,
-    delta: float,
-    calibration: str,
-    variant: str,
-    beta: float | None,
-    nu: int | None,
-    trials: int | None,
-) -> Task:
-    from shuffledp.protocols.augmented import calibrate_augmented
-
-    cal = calibrate_augmented(
-        common["min_batch_users"],
-        len(common["domain"]),
-        epsilon,
-        delta,
-        variant=variant,  # type: ignore[arg-type]
-        beta=beta,
-        nu=nu,
-        trials=trials,
-        calibration=calibration,  # type: ignore[arg-type]
-    )
-    return Task(
-        protocol="augmented",
-        calibration=cal.method,
-        variant=cal.variant,
-        beta=cal.beta,
-        nu=cal.nu,
-        q_left=cal.q_left,
-        q_right=cal.q_right,
-        trials=cal.trials,
-        max_messages_per_submission=1,
-        **common,
-    )
-
-
-def correlated_calibration(task: Task, n: int) -> CorrelatedCalibration:
-    """The task's correlated noise as a calibration for ``n`` users, certified at its ε.
-
-    ``min_honest`` is the task's ``min_batch_users``: every user's shares are
-    NB(1/min_batch_users, ·), so the certificate (which does not depend on n)
-    holds when a batch holds at least that many users who send them. n only
-    sets the estimate's standard error, √(2(n/m)α)/(1 − α) with all n users'
-    noise. δ is :func:`~shuffledp.accounting.certificates.correlated.correlated_delta` of the
-    task's (α, r, q) at ε, rounded up (``delta_lower``: the same sum rounded down).
-
-    Raises:
-        TaskError: If the task is not a correlated one.
-    """
-    from shuffledp.protocols.correlated import CorrelatedCalibration
-
-    noise = task.correlated_noise()
-    neighbours: Any = task.neighbours
-    m = task.min_batch_users
-    return CorrelatedCalibration(
-        method=task.calibration,
-        n=check_int(n, "n", minimum=m),
-        domain_size=task.domain_size,
-        epsilon=task.epsilon,
-        target_delta=task.delta,
-        neighbours=neighbours,
-        min_honest=m,
-        slack=task.slack,
-        noise=noise,
-        delta=correlated_delta(
-            task.epsilon, noise, neighbours=neighbours, domain_size=task.domain_size, min_honest=m
-        ),
-        delta_lower=correlated_delta(
-            task.epsilon,
-            noise,
-            neighbours=neighbours,
-            domain_size=task.domain_size,
-            min_honest=m,
-            rounding="down",
-        ),
-        notes=(
-            f"min_honest = min_batch_users = {m}: every user's noise shares are NB(1/{m}, alpha) "
-            f"of (j, +1), NB(1/{m}, alpha) of (j, -1) and NB(r/{m}, q) of both, per bin",
-        ),
-    )
-
-
-def augmented_calibration(task: Task, n: int) -> AugmentedCalibration:
-    """The task's dummy law as a calibration for ``n`` users, certified at its ε.
-
-    δ is :func:`~shuffledp.accounting.certificates.augmented.augmented_delta` of the task's
-    law and β at ε (rounded up; it does not depend on n); ``delta_lower`` is
-    the same pair rounded down when a dataset attains it (as
-    :func:`~shuffledp.protocols.augmented.calibrate_augmented` states it).
-
-    Raises:
-        TaskError: If the task is not an augmented one.
-    """
-    from shuffledp.analyzers.augmented import augmented_count_stderr
-    from shuffledp.central import discrete_laplace_std
-    from shuffledp.protocols.augmented import AugmentedCalibration
-
-    law = task.dummy_law()
-    assert task.beta is not None and task.variant is not None
-    n = check_int(n, "n", minimum=1)
-    d, beta = task.domain_size, task.beta
-    attained = d >= 3 or n == 1 or beta == 1.0
-    return AugmentedCalibration(
-        n=n,
-        domain_size=d,
-        epsilon=task.epsilon,
-        target_delta=task.delta,
-        variant=task.variant,
-        beta=beta,
-        nu=task.nu,
-        q_left=task.q_left,
-        q_right=task.q_right,
-        trials=task.trials,
-        delta=augmented_delta(task.epsilon, law, beta),
-        delta_lower=(
-            augmented_delta(task.epsilon, law, beta, rounding="down") if attained else None
-        ),
-        noise_mean=law.mean,
-        noise_variance=law.variance,
-        per_bin_std=float(augmented_count_stderr(law.variance, beta, n / d)),
-        dlap_std=discrete_laplace_std(task.epsilon),
-        method=task.calibration,
-    )
-
-
 def build_protocol(task: Task, n: int) -> ShuffleProtocol:
-    """Rebuild the task's protocol for ``n`` users (estimates and the privacy report at n).
-
-    Uses ``from_parameters`` with the task's q and k (FLIP) or ε₀ (k-RR); the
-    result's privacy report is the certified δ at the task's ε for n users.
-    The correlated and augmented protocols are rebuilt from
-    :func:`correlated_calibration` and :func:`augmented_calibration` (their
-    certificates do not depend on n; an augmented protocol's estimate
-    subtracts the dummies of ONE batch, see :mod:`shuffledp.service.release`).
-    """
-    from shuffledp.protocols.augmented import AugmentedProtocol
-    from shuffledp.protocols.correlated import CorrelatedProtocol
-    from shuffledp.protocols.flip import FlipProtocol
-    from shuffledp.protocols.krr import KRRProtocol
-
-    n = check_int(n, "n", minimum=1)
-    if task.protocol == "flip":
-        assert task.q is not None and task.fake_users is not None
-        return FlipProtocol.from_parameters(
-            q=task.q,
-            fake_users=task.fake_users,
-            n=n,
-            domain=list(task.domain),
-            epsilon=task.epsilon,
-        )
-    if task.protocol == "correlated":
-        return CorrelatedProtocol(correlated_calibration(task, n), labels=task.domain)
-    if task.protocol == "augmented":
-        return AugmentedProtocol(augmented_calibration(task, n), labels=task.domain)
-    assert task.epsilon0 is not None and task.estimator is not None
-    krr: KRRProtocol = KRRProtocol.from_parameters(  # type: ignore[call-overload]
-        epsilon0=task.epsilon0,
-        n=n,
-        domain=list(task.domain),
-        epsilon=task.epsilon,
-        estimator=task.estimator,  # a str, checked by the protocol
-    )
-    return krr
+    """The task's protocol for ``n`` users: :meth:`Task.build_protocol`."""
+    return task.build_protocol(n)
 
 
 def build_randomizer(task: Task) -> Randomizer:
-    """Return the client-side randomizer of the task (no accounting needed).
-
-    Each has ``randomize(values, seed)`` returning the users' messages before
-    the shuffle; a correlated message's payload is 2·bin + (1 if its sign is −1).
-    """
-    if task.protocol == "flip":
-        assert task.q is not None and task.fake_users is not None
-        return FlipRandomizer(task.domain_size, task.q, task.fake_users)
-    if task.protocol == "correlated":
-        return CorrelatedRandomizer(task.domain_size, task.correlated_noise(), task.min_batch_users)
-    if task.protocol == "augmented":
-        return PlainValueRandomizer(task.domain_size)
-    assert task.epsilon0 is not None
-    return KRRRandomizer(task.domain_size, task.epsilon0)
+    """The task's client-side randomizer: :meth:`Task.build_randomizer`."""
+    return task.build_randomizer()
 
 
 def save_task(task: Task, path: str | Path) -> None:

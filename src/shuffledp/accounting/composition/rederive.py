@@ -34,8 +34,8 @@ The certificates (:func:`certificate_for`), one per method the package writes:
 
 Each certificate is also for one neighbouring relation, which the report must
 state. A release of the analyzer service adds to its certificate's δ what its
-message bounds cost (:func:`shuffledp.service.message_bounds.honest_cap_delta`
-for the parties :func:`message_bound_parties` counts), exactly as the analyzer
+message bounds cost
+(:func:`shuffledp.accounting.certificates.message_bounds.honest_cap_delta` for the parties :func:`message_bound_parties` counts), exactly as the analyzer
 does; its re-derivation adds it too. Methods without a certificate here
 (another library's, a composed report) give ``None``: the caller decides
 whether such a stated guarantee may enter (:mod:`.compose` refuses one read
@@ -46,11 +46,10 @@ with itself, or reading it twice, evaluates its certificate once.
 
 Group: composition (``shuffledp.accounting.composition``); may import the
 numerical core, published bounds, certificates and ``shuffledp.privacy``. Two
-imports come from outside the accountant, each of a module that sits below
-it or beside the certificates and imports only them and the numerical core:
-``shuffledp.randomizers.laplace`` (the per-user copies' sensitivity, as
-``certificates.per_user`` uses it) and ``shuffledp.service.message_bounds``
-(what a service release's message bounds add to its δ).
+imports come from elsewhere: ``shuffledp.randomizers.laplace`` (the per-user
+copies' sensitivity, as ``certificates.per_user`` uses it), from outside the
+accountant, and ``certificates.message_bounds`` (what a service release's
+message bounds add to its δ).
 """
 
 from __future__ import annotations
@@ -86,6 +85,7 @@ from shuffledp.accounting.certificates.correlated import (
 )
 from shuffledp.accounting.certificates.flip import flip_delta
 from shuffledp.accounting.certificates.krr import krr_delta
+from shuffledp.accounting.certificates.message_bounds import honest_cap_delta, with_cap_delta
 from shuffledp.accounting.certificates.segmented import check_variant, level_delta
 from shuffledp.accounting.numerics.search import smallest_passing
 from shuffledp.privacy import ApproxDP, PrivacyReport
@@ -95,7 +95,6 @@ from shuffledp.randomizers.laplace import (
     neighbouring_in_words,
     normalized_sensitivity,
 )
-from shuffledp.service.message_bounds import honest_cap_delta, with_cap_delta
 
 __all__ = [
     "AUGMENTED_METHOD",

@@ -31,6 +31,8 @@ of views, R(D)(S) ≤ M(D)(S) + N·p ≤ e^ε·M(D′)(S) + δ + N·p ≤ e^ε·
 δ + (1 + e^ε)·N·p: R is (ε, δ + (1 + e^ε)·N·p)-DP. Parties outside the N
 (users beyond the batch's certified ``min_batch_users``) only add independent
 messages, which is post-processing.
+
+Group: certificates (the δ a task's message bounds add to its certificate).
 """
 
 from __future__ import annotations

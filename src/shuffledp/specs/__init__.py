@@ -1,0 +1,37 @@
+"""Protocol specs: one typed description of each mechanism that every layer shares.
+
+A spec (:class:`~shuffledp.specs.base.ProtocolSpec`) is a frozen value holding
+a protocol's public parameters, with their JSON form and JSON Schema
+(``urn:shuffledp:schema:NAME-spec:1``) and the functions that go with them:
+the client's randomizer, the protocol (analyzer and certificate) for n users,
+the per-submission message bound and the calibration. The task document's
+``parameters`` are a spec's JSON form; :func:`spec_from_dict` is the only place
+that maps a protocol's name to its spec.
+
+Layering: specs sit above ``randomizers/`` and ``accounting/`` (whose types
+they hold) and below ``protocols/`` (imported inside the methods that build a
+protocol), ``service/`` and ``cli/``.
+"""
+
+from __future__ import annotations
+
+from shuffledp.specs.augmented import AugmentedSpec, PlainValueRandomizer
+from shuffledp.specs.base import ProtocolSpec, Randomizer, SpecError
+from shuffledp.specs.correlated import CorrelatedSpec
+from shuffledp.specs.flip import FlipSpec
+from shuffledp.specs.krr import KRRSpec
+from shuffledp.specs.registry import SPECS, spec_class, spec_from_dict
+
+__all__ = [
+    "SPECS",
+    "AugmentedSpec",
+    "CorrelatedSpec",
+    "FlipSpec",
+    "KRRSpec",
+    "PlainValueRandomizer",
+    "ProtocolSpec",
+    "Randomizer",
+    "SpecError",
+    "spec_class",
+    "spec_from_dict",
+]
