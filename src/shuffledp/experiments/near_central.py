@@ -23,6 +23,11 @@ standard deviation; its ratio to the central discrete Laplace's; the
 messages per user; the certified δ; and the seconds of calibration and of one
 message-path run. The data are a Zipf(1.1) histogram over d bins. One seed
 feeds independent child streams: the data, each protocol's runs.
+
+The grid and the row are :mod:`shuffledp.experiments.near_central_grid`'s
+(re-exported here), which the figures
+(:mod:`shuffledp.experiments.near_central_plots`, imported only when they are
+asked for) share.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +56,12 @@ from shuffledp.central import (
     laplace_scale,
 )
 from shuffledp.data.synthetic import zipf_histogram
+from shuffledp.experiments.near_central_grid import (
+    CENTRAL,
+    PROTOCOLS,
+    NearCentralConfig,
+    NearCentralRow,
+)
 from shuffledp.schemas import schema_id
 
 __all__ = [
@@ -65,13 +76,6 @@ __all__ = [
     "zipf_histogram",
 ]
 
-SHUFFLED: tuple[str, ...] = ("flip", "krr", "correlated", "augmented")
-CENTRAL: tuple[str, ...] = (
-    "central_laplace",
-    "central_discrete_laplace",
-    "central_analytic_gaussian",
-)
-PROTOCOLS: tuple[str, ...] = SHUFFLED + CENTRAL
 #: The targets the issue sets, checked by :func:`verdicts`.
 CORRELATED_RATIO = 1.10
 AUGMENTED_RATIO = 1.01
@@ -79,51 +83,6 @@ CORRELATED_MESSAGES = {100_000: 2.0, 1_000_000: 1.1}
 #: A row's measured std agrees with its analytic one within this many standard errors
 #: (two-sided normal tail 6.3e-5 per row: the 12 rows a full grid checks, below 1e-3).
 CONSISTENCY_Z = 4.0
-
-
-@dataclass(frozen=True)
-class NearCentralRow:
-    """One (protocol, n, ε) measurement (the benchmark's JSON row).
-
-    Attributes:
-        protocol: Protocol or central mechanism.
-        n: Users.
-        epsilon: ε of the target (ε, δ).
-        per_bin_std: Measured per-bin standard deviation of the error (counts).
-        per_bin_std_se: Its standard error (from the spread over runs).
-        analytic_std: The per-bin standard deviation the mechanism's law gives
-            (the root mean square over bins for k-RR, whose error varies by bin).
-        ratio_to_central_dlap: ``analytic_std`` over the central DLap(ε/2)'s.
-        measured_ratio_to_central_dlap: ``per_bin_std`` over the central DLap(ε/2)'s.
-        messages_per_user: Messages per user, measured where the message path
-            ran, else expected.
-        certified_delta: The δ the package certifies at ε (central: the
-            mechanism's own δ).
-        calibration_seconds: Seconds to calibrate.
-        message_path_seconds: Seconds of one message-path run (None for the
-            central mechanisms).
-        path: Path of the repetitions (``message``, ``count`` or ``central``).
-        repetitions: Runs measured.
-    """
-
-    protocol: str
-    n: int
-    epsilon: float
-    per_bin_std: float
-    per_bin_std_se: float
-    analytic_std: float
-    ratio_to_central_dlap: float
-    measured_ratio_to_central_dlap: float
-    messages_per_user: float
-    certified_delta: float
-    calibration_seconds: float
-    message_path_seconds: float | None
-    path: str
-    repetitions: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serialisable dictionary."""
-        return asdict(self)
 
 
 def _values(histogram: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -297,51 +256,6 @@ def measure(
         path,
         repetitions,
     )
-
-
-@dataclass(frozen=True)
-class NearCentralConfig:
-    """The grid of the experiment.
-
-    Attributes:
-        sizes: Numbers of users (at ε = ``epsilon``).
-        epsilons: ε values (at n = ``sweep_n``).
-        epsilon: ε of the sweep over n.
-        delta: δ everywhere.
-        d: Bins.
-        sweep_n: n of the sweep over ε.
-        message_path_up_to: The message path runs up to this n; above, the
-            count path (the same law).
-        repetitions: Runs per row (message path).
-        count_repetitions: Runs per row (count path and central mechanisms).
-        protocols: Which protocols and central mechanisms.
-        seed: The root seed.
-    """
-
-    sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000)
-    epsilons: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)
-    epsilon: float = 1.0
-    delta: float = 1e-6
-    d: int = 100
-    sweep_n: int = 100_000
-    message_path_up_to: int = 100_000
-    repetitions: int = 20
-    count_repetitions: int = 60
-    protocols: tuple[str, ...] = field(default=PROTOCOLS)
-    seed: int = 2026
-
-    @classmethod
-    def quick(cls, seed: int = 2026) -> NearCentralConfig:
-        """A reduced grid: two sizes, three ε, fewer runs (about a minute)."""
-        return cls(
-            sizes=(10_000, 100_000),
-            epsilons=(0.5, 1.0, 2.0),
-            sweep_n=10_000,
-            message_path_up_to=10_000,
-            repetitions=8,
-            count_repetitions=20,
-            seed=seed,
-        )
 
 
 def _jobs(config: NearCentralConfig) -> list[tuple[str, int, float]]:

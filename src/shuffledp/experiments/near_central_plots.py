@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from shuffledp.experiments.near_central_grid import NearCentralConfig, NearCentralRow
 from shuffledp.plotting import legend_outside, require_matplotlib, save_readable
-
-if TYPE_CHECKING:
-    from shuffledp.experiments.near_central import NearCentralConfig, NearCentralRow
 
 __all__ = ["plot_near_central"]
 
