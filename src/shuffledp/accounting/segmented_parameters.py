@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -140,6 +141,15 @@ class SegmentedParameters:
             "messages_per_user": self.messages_per_user,
             "levels": [level.to_dict() for level in self.levels],
         }
+
+    def __call__(self) -> dict[str, Any]:
+        """Return :meth:`to_dict`: ``SegmentedProtocol.parameters()`` under the protocol contract.
+
+        ``SegmentedProtocol.parameters`` is this object, and every
+        :class:`~shuffledp.protocols.base.ShuffleProtocol` answers
+        ``parameters()`` with its parameters for reports.
+        """
+        return dict(self.to_dict())
 
 
 def _split(grid: tuple[float, ...], workers: int) -> list[tuple[float, ...]]:

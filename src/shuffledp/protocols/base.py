@@ -7,6 +7,16 @@ runs on two paths that must agree in distribution:
 * count-level: the analyzer's sufficient statistic drawn directly (what
   simulations at 1e7+ users use).
 
+:class:`ShuffleProtocol` is the contract every protocol meets, typed by what
+its users hold, the count-level path's input, the sufficient statistic, the
+estimate and the run (each defaults to the one-value-per-user types, so a
+plain ``ShuffleProtocol`` is one of those). :class:`SingleValueProtocol` is the
+contract for one value per user over a public domain (FLIP, k-RR, correlated,
+augmented): bin indices or labels in, a :class:`ProtocolRun` out. The
+segmented protocol (a set of items and a level per user) and the per-user
+histogram protocol (a histogram per user) meet the contract with their own
+types (:mod:`shuffledp.protocols.segmented`, :mod:`shuffledp.protocols.per_user`).
+
 What the protocols built from one calibration object share (FLIP, k-RR,
 correlated, augmented) is here too: :class:`CalibratedProtocol` (the domain
 and its labels, the count path, the report), :class:`CalibratedOnRun` (such a
@@ -22,10 +32,11 @@ pyarrow Table (:func:`prepare_values`).
 
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, Self
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,6 +58,18 @@ from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 from shuffledp.shuffler.uniform import UniformShuffler
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+elif sys.version_info >= (3, 13):
+    from typing import TypeVar
+else:
+    from typing import TypeVar as _TypeVar
+
+    def TypeVar(name: str, *constraints: Any, default: Any = None, **options: Any) -> Any:  # noqa: N802
+        """``typing.TypeVar`` without ``default`` (PEP 696, Python 3.13), read by type checkers."""
+        return _TypeVar(name, *constraints, **options)
+
+
 __all__ = [
     "CalibratedOnRun",
     "CalibratedParameters",
@@ -57,6 +80,7 @@ __all__ = [
     "PreparedValues",
     "ProtocolRun",
     "ShuffleProtocol",
+    "SingleValueProtocol",
     "ValuesAre",
     "certified_report",
     "check_one_target",
@@ -354,8 +378,37 @@ class ProtocolRun:
         return self.messages / self.estimate.n
 
 
-class ShuffleProtocol(ABC):
-    """Randomizer + shuffler + analyzer + accountant for histogram estimation.
+#: What a protocol's users hold (one bin index each, a set and a level, a histogram).
+ValuesT = TypeVar("ValuesT", default=IntArray)
+#: The count-level path's input, made from the values by ``histogram_of``.
+HistogramT = TypeVar("HistogramT", default=IntArray)
+#: The analyzer's sufficient statistic.
+StatisticT = TypeVar("StatisticT", default=IntArray)
+#: What the analyzer makes of the statistic.
+EstimateT = TypeVar("EstimateT", default=HistogramEstimate)
+#: What ``run`` returns.
+RunT = TypeVar("RunT", default=ProtocolRun)
+
+
+class ShuffleProtocol(ABC, Generic[ValuesT, HistogramT, StatisticT, EstimateT, RunT]):
+    """Randomizer + shuffler + analyzer + accountant: the contract every protocol meets.
+
+    Two paths give the analyzer's sufficient statistic, and must agree in
+    distribution: the message level (:meth:`randomize`, a uniform shuffle,
+    :meth:`statistic_from_messages`) and the count level (:meth:`sample_statistic`
+    on :meth:`histogram_of` the values); :meth:`estimate` turns either into the
+    estimate, :meth:`privacy_report` states the guarantee of one execution and
+    :meth:`run` does it all on the users' values, refusing a number of users
+    other than the one the guarantee is for.
+
+    The type parameters say what each protocol's data are: ``ValuesT`` what
+    the users hold, ``HistogramT`` the count-level path's input,
+    ``StatisticT`` the sufficient statistic, ``EstimateT`` the estimate and
+    ``RunT`` the run. Every one defaults to the one-value-per-user protocols'
+    type (bin indices, users per bin, messages per bin,
+    :class:`~shuffledp.analyzers.estimate.HistogramEstimate`, :class:`ProtocolRun`),
+    so a plain ``ShuffleProtocol`` is one of those; :class:`SingleValueProtocol`
+    adds what they share (labels, frames, ``run_counts``).
 
     Subclasses set ``name``, ``n`` (the number of users the privacy guarantee
     was calibrated for), ``domain_size`` and ``labels`` (the public domain's bin
@@ -368,34 +421,100 @@ class ShuffleProtocol(ABC):
     labels: tuple[str, ...] | None = None
 
     @abstractmethod
-    def randomize(self, values: IntArray, seed: SeedLike = None) -> MessageBatch:
-        """Run every user's randomizer; return the messages before shuffling."""
+    def randomize(self, values: ValuesT, seed: SeedLike = None) -> MessageBatch:
+        """Run every user's randomizer; return the messages before the uniform shuffle.
+
+        A protocol whose shuffler does more than permute (augmented: sampling
+        and dummies; per-user: grouping) does it here too, so that the uniform
+        shuffle of :meth:`run` is what remains.
+        """
 
     @abstractmethod
-    def statistic_from_messages(self, shuffled: ShuffledBatch) -> IntArray:
+    def statistic_from_messages(self, shuffled: ShuffledBatch) -> StatisticT:
         """Reduce a shuffled batch to the analyzer's sufficient statistic."""
 
     @abstractmethod
-    def sample_statistic(self, histogram: IntArray, seed: SeedLike = None) -> IntArray:
-        """Draw the sufficient statistic directly from the true histogram."""
+    def histogram_of(self, values: ValuesT) -> HistogramT:
+        """Return what the count-level path draws from, for these users' values."""
 
     @abstractmethod
-    def estimate(
-        self, statistic: IntArray, domain: Sequence[str] | None = None
-    ) -> HistogramEstimate:
-        """Turn the sufficient statistic into a histogram estimate."""
+    def sample_statistic(self, histogram: HistogramT, seed: SeedLike = None) -> StatisticT:
+        """Draw the sufficient statistic directly from the count-level input (its exact law)."""
+
+    @abstractmethod
+    def estimate(self, statistic: StatisticT, domain: Sequence[str] | None = None) -> EstimateT:
+        """Turn the sufficient statistic into the estimate."""
 
     @abstractmethod
     def privacy_report(self) -> PrivacyReport:
         """Return the privacy guarantee of one execution."""
 
     @abstractmethod
-    def messages_in(self, statistic: IntArray) -> int:
+    def messages_in(self, statistic: StatisticT) -> int:
         """Return the number of messages a statistic was computed from."""
 
     def parameters(self) -> dict[str, Any]:
         """Return the protocol's parameters (for reports)."""
         return {}
+
+    @abstractmethod
+    def run(
+        self, values: ValuesT, *, path: ExecutionPath = "message", seed: SeedLike = None
+    ) -> RunT:
+        """Execute the protocol on the users' values (exactly ``n`` users).
+
+        Args:
+            values: What the users hold.
+            path: ``"message"`` (real messages, the uniform shuffle) or ``"count"``.
+            seed: ``None`` for OS entropy and a cryptographically secure
+                shuffle; an int for a reproducible run (seeded shuffle).
+
+        Raises:
+            DataError: If the number of users differs from ``n``.
+        """
+
+    def _draw_statistic(
+        self, values: ValuesT, *, path: ExecutionPath, seed: SeedLike
+    ) -> tuple[StatisticT, int]:
+        """The statistic of one run and the messages it counts, on either path.
+
+        The message path runs :meth:`randomize`, the uniform shuffler and
+        :meth:`statistic_from_messages`; the count path :meth:`sample_statistic`
+        on :meth:`histogram_of` the values, from the same stream as the
+        randomizers (one child of ``seed`` for them, another for the shuffle).
+        """
+        path = _check_path(path)
+        # Independent streams for the randomizers and the shuffle (None: OS entropy for
+        # the randomizers, the cryptographic shuffle).
+        randomize_seed, shuffle_seed = child_seeds(seed, 2)
+        if path == "count":
+            statistic = self.sample_statistic(self.histogram_of(values), make_rng(randomize_seed))
+            return statistic, self.messages_in(statistic)
+        batch = self.randomize(values, make_rng(randomize_seed))
+        shuffled = UniformShuffler().shuffle(batch, seed=shuffle_seed)
+        return self.statistic_from_messages(shuffled), len(batch)
+
+
+class SingleValueProtocol(
+    ShuffleProtocol[IntArray, IntArray, IntArray, HistogramEstimate, ProtocolRun]
+):
+    """A protocol whose users hold one value each, a bin of a public domain.
+
+    FLIP, k-RR, correlated and augmented: the values are bin indices (or
+    labels, encoded against the domain), the count-level input is the users
+    per bin, the statistic counts messages, the estimate is a
+    :class:`~shuffledp.analyzers.estimate.HistogramEstimate` and a run a
+    :class:`ProtocolRun`.
+    """
+
+    def histogram_of(self, values: IntArray) -> IntArray:
+        """Users per bin (the count-level path's input).
+
+        Raises:
+            DataError: If a value is not a bin index of the domain.
+        """
+        indices = _check_indices(np.asarray(values), self.domain_size)
+        return np.bincount(indices, minlength=self.domain_size).astype(np.int64)
 
     def run(
         self,
@@ -615,7 +734,7 @@ CalibrationT = TypeVar("CalibrationT", bound=CalibratedParameters)
 RandomizerT = TypeVar("RandomizerT", bound=CountSampler)
 
 
-class CalibratedProtocol(ShuffleProtocol, Generic[CalibrationT, RandomizerT]):
+class CalibratedProtocol(SingleValueProtocol, Generic[CalibrationT, RandomizerT]):
     """A protocol built from one calibration object (FLIP, k-RR, correlated, augmented).
 
     The calibration fixes n, the domain size and the certified guarantee (its
@@ -690,7 +809,7 @@ class CalibratedProtocol(ShuffleProtocol, Generic[CalibrationT, RandomizerT]):
         return int(np.sum(statistic))
 
 
-ProtocolT = TypeVar("ProtocolT", bound=ShuffleProtocol)
+ProtocolT = TypeVar("ProtocolT", bound=SingleValueProtocol)
 
 
 class CalibratedOnRun(Generic[ProtocolT]):

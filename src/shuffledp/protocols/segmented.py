@@ -27,7 +27,15 @@ Each level gets its own :class:`~shuffledp.privacy.PrivacyReport`: ε = E_k,
 δ = the certified δ of that level (at most the target), method
 ``segmented-poisson-exact`` (variant ``paper``) or ``segmented-dummy-exact``.
 The neighbouring relation is Thm 3's: one user's set changes, every user's
-level stays fixed.
+level stays fixed. The one report of the contract
+(:meth:`SegmentedProtocol.privacy_report`) is the weakest level's,
+(maxₖ E_k, maxₖ δ_k), which covers every user whatever their level.
+
+:class:`SegmentedProtocol` is a :class:`~shuffledp.protocols.base.ShuffleProtocol`
+whose users hold :class:`UserSets` (a set of s item slots and a level each),
+whose count-level input is the slot counts a_{k,x} per (level, item)
+(:func:`~shuffledp.randomizers.poisson.pair_histogram`), whose statistic is C_x
+per message value and whose estimate is the pooled item frequencies.
 """
 
 from __future__ import annotations
@@ -35,12 +43,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple, overload
 
 import numpy as np
 from numpy.typing import NDArray
 
-from shuffledp._rng import SEEDED_NOT_COVERED, SeedLike, child_seeds, make_rng
+from shuffledp._rng import SEEDED_NOT_COVERED, SeedLike, child_seeds
 from shuffledp._validation import (
     DataError,
     InvalidParameterError,
@@ -55,7 +63,7 @@ from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.analyzers.segmented import pooled_estimate
 from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
-from shuffledp.protocols.base import DomainSpec, ExecutionPath, resolve_domain
+from shuffledp.protocols.base import DomainSpec, ExecutionPath, ShuffleProtocol, resolve_domain
 from shuffledp.protocols.krr import KRRProtocol
 from shuffledp.randomizers.poisson import (
     PoissonSetRandomizer,
@@ -63,7 +71,6 @@ from shuffledp.randomizers.poisson import (
     check_levels,
     pair_histogram,
 )
-from shuffledp.shuffler.uniform import UniformShuffler
 
 __all__ = [
     "LEVEL_COUNT_MODES",
@@ -71,6 +78,7 @@ __all__ = [
     "LevelCounts",
     "SegmentedProtocol",
     "SegmentedRun",
+    "UserSets",
     "aggregate_levels",
     "largest_remainder",
     "run_segmented",
@@ -358,21 +366,155 @@ class SegmentedRun:
         return self.estimate.frequencies
 
 
-class SegmentedProtocol:
+class UserSets(NamedTuple):
+    """What the segmented protocol's users hold: s item slots and a privacy level each.
+
+    The values of :class:`SegmentedProtocol` as a
+    :class:`~shuffledp.protocols.base.ShuffleProtocol` (a plain pair
+    ``(items, levels)`` is taken as well).
+
+    Attributes:
+        items: users × s item indices in [0, d′) (d: the padding symbol); see
+            :func:`shuffledp.data.sets.encode_sets` and :func:`shuffledp.data.sets.load_sets`.
+        levels: Each user's level index in [0, K) (:meth:`SegmentedProtocol.run`
+            also takes the level values E_k).
+    """
+
+    items: NDArray[np.integer]
+    levels: NDArray[np.integer]
+
+
+def _level_counts_of(parameters: SegmentedParameters) -> LevelCounts:
+    """The n_k the parameters were calibrated for, as exact level counts."""
+    users = tuple(int(level.users) for level in parameters.levels)
+    counts = np.asarray(users, dtype=np.float64)
+    return LevelCounts(
+        mode="exact",
+        n=parameters.n,
+        estimates=counts,
+        used=counts,
+        covariance=None,
+        calibration_counts=users,
+        report=None,
+        messages=parameters.n,
+    )
+
+
+def _user_sets(values: Any, user_levels: Any) -> UserSets:
+    """The users' sets and levels from :class:`UserSets` (or a pair), or from two arrays."""
+    if isinstance(values, tuple):
+        if user_levels is not None:
+            raise InvalidParameterError(
+                "the users' levels are given twice: in the sets (UserSets(items, levels)) and "
+                "as user_levels"
+            )
+        if len(values) != 2:
+            raise DataError(
+                f"values must be UserSets(items, levels) (or a pair), got a tuple of {len(values)}"
+            )
+        return UserSets(values[0], values[1])
+    if user_levels is None:
+        raise DataError(
+            "the users' levels are missing: give UserSets(items, levels), or the items and "
+            "the levels as two arguments"
+        )
+    return UserSets(values, user_levels)
+
+
+def _is_seed(value: object) -> bool:
+    """Whether ``value`` is a seed (``SeedLike``), not the users' levels."""
+    return value is None or isinstance(value, int | np.integer | np.random.Generator)
+
+
+def _levels_and_seed(
+    method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, SeedLike]:
+    """(user_levels or ``None``, seed) from ``(seed)`` or ``(user_levels, seed)`` after the values.
+
+    Raises:
+        TypeError: On an unknown keyword, too many arguments, or one given twice.
+    """
+    name = f"SegmentedProtocol.{method}()"
+    unknown = set(kwargs) - {"seed", "user_levels"}
+    if unknown:
+        raise TypeError(f"{name} got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    rest = list(args)
+    user_levels = kwargs.get("user_levels")
+    seed: SeedLike = kwargs.get("seed")
+    if rest and not _is_seed(rest[0]):
+        if "user_levels" in kwargs:
+            raise TypeError(f"{name} got user_levels twice")
+        user_levels = rest.pop(0)
+    if len(rest) > 1:
+        raise TypeError(f"{name} takes at most 3 positional arguments after self")
+    if rest:
+        if "seed" in kwargs:
+            raise TypeError(f"{name} got seed twice")
+        seed = rest[0]
+    return user_levels, seed
+
+
+def _estimate_arguments(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[LevelCounts | None, Sequence[str] | None]:
+    """(level_counts, domain) from either form of :meth:`SegmentedProtocol.estimate`."""
+    unknown = set(kwargs) - {"domain", "level_counts"}
+    if unknown or len(args) > 2:
+        what = f"keyword {sorted(unknown)[0]!r}" if unknown else f"{len(args) + 2} positional"
+        raise TypeError(f"SegmentedProtocol.estimate() got an unexpected {what} argument")
+    if args and isinstance(args[0], LevelCounts):  # estimate(statistic, level_counts, domain)
+        if "level_counts" in kwargs:
+            raise TypeError("SegmentedProtocol.estimate() got level_counts twice")
+        if len(args) == 2 and "domain" in kwargs:
+            raise TypeError("SegmentedProtocol.estimate() got domain twice")
+        return args[0], args[1] if len(args) == 2 else kwargs.get("domain")
+    if len(args) == 2:
+        raise TypeError(
+            "SegmentedProtocol.estimate() takes the domain as its one positional argument "
+            "after the statistic (or the level counts and then the domain)"
+        )
+    if args and "domain" in kwargs:
+        raise TypeError("SegmentedProtocol.estimate() got domain twice")
+    domain = args[0] if args else kwargs.get("domain")
+    return kwargs.get("level_counts"), domain
+
+
+class SegmentedProtocol(
+    ShuffleProtocol[UserSets, IntArray, IntArray, HistogramEstimate, SegmentedRun]
+):
     """Alg. 2 with fixed parameters: randomizer, shuffle, pooled estimator and per-level reports.
+
+    The :class:`~shuffledp.protocols.base.ShuffleProtocol` contract on
+    set-valued data: the values are :class:`UserSets`; :meth:`histogram_of`
+    gives the slot counts a_{k,x} per level and message value (K × d′), from
+    which :meth:`sample_statistic` draws C_x exactly; :meth:`statistic_from_messages`
+    counts C_x from a shuffled batch; :meth:`estimate` is the pooled
+    estimator; :meth:`privacy_report` is the weakest level's guarantee and
+    :meth:`privacy_reports` each level's.
 
     Args:
         parameters: From :func:`shuffledp.accounting.segmented_parameters.optimize_parameters`.
         labels: The item domain's labels (``None``: item indices only); d of them.
+        level_counts: Step 1's release (:func:`aggregate_levels`), what
+            :meth:`estimate` weighs the levels by when it is not given one;
+            ``None``: the n_k the parameters were calibrated for, as exact counts.
 
     Raises:
-        InvalidParameterError: If the labels do not match the parameters' domain.
+        InvalidParameterError: If the labels do not match the parameters'
+            domain, or ``level_counts`` their n and levels.
     """
 
     name: ClassVar[str] = "segmented"
+    #: The calibrated parameters; calling them, as the contract's ``parameters()``,
+    #: gives their dictionary (:meth:`SegmentedParameters.to_dict`).
+    parameters: SegmentedParameters
 
     def __init__(
-        self, parameters: SegmentedParameters, *, labels: Sequence[str] | None = None
+        self,
+        parameters: SegmentedParameters,
+        *,
+        labels: Sequence[str] | None = None,
+        level_counts: LevelCounts | None = None,
     ) -> None:
         self.parameters = parameters
         self.n = parameters.n
@@ -396,6 +538,14 @@ class SegmentedProtocol:
             parameters.blanket_rate,
             parameters.variant,
         )
+        if level_counts is None:
+            level_counts = _level_counts_of(parameters)
+        elif level_counts.n != parameters.n or level_counts.used.size != len(self.levels):
+            raise InvalidParameterError(
+                f"level_counts is for {level_counts.n} users and {level_counts.used.size} "
+                f"levels; the parameters for {parameters.n} and {len(self.levels)}"
+            )
+        self.level_counts = level_counts
 
     @classmethod
     def calibrated(
@@ -418,7 +568,8 @@ class SegmentedProtocol:
         Args:
             levels: E_1 < … < E_K.
             level_counts: n_k (integers summing to n), or step 1's
-                :class:`LevelCounts` (its ``calibration_counts`` are used).
+                :class:`LevelCounts` (its ``calibration_counts`` are used, and
+                the protocol keeps it for :meth:`estimate`).
             delta: Target δ of every level.
             domain: The item domain: its size d, or its labels in item order.
             items_per_user: s.
@@ -454,7 +605,11 @@ class SegmentedProtocol:
             with_paper=with_paper,
             workers=workers,
         )
-        return cls(parameters, labels=labels)
+        return cls(
+            parameters,
+            labels=labels,
+            level_counts=level_counts if isinstance(level_counts, LevelCounts) else None,
+        )
 
     # -- the parts -------------------------------------------------------------------------
 
@@ -493,43 +648,154 @@ class SegmentedProtocol:
             )
         return tuple(reports)
 
+    def privacy_report(self) -> PrivacyReport:
+        """The weakest level's guarantee, (maxₖ E_k, maxₖ δ_k): what every user has.
+
+        A level-k user is (E_k, δ_k)-DP (:meth:`privacy_reports`, Thm 3's
+        relation), hence (maxₖ E_k, maxₖ δ_k)-DP whatever their level: the
+        report :func:`shuffledp.accounting.composition.inputs.weakest_level`
+        makes of the levels, the one a segmented release enters a composition
+        with. ``parameters`` keep every level's (E_k, δ_k) and λ_k.
+        """
+        from shuffledp.accounting.composition.inputs import weakest_level
+
+        return weakest_level(self.privacy_reports())
+
+    @overload
+    def randomize(self, values: UserSets, seed: SeedLike = None) -> MessageBatch: ...
+
+    @overload
     def randomize(
         self,
-        user_items: NDArray[np.integer],
+        values: NDArray[np.integer],
         user_levels: NDArray[np.integer],
         seed: SeedLike = None,
+    ) -> MessageBatch: ...
+
+    def randomize(
+        self, values: UserSets | NDArray[np.integer], *args: Any, **kwargs: Any
     ) -> MessageBatch:
-        """Alg. 2 lines 9–16 for every user (messages with senders, before the shuffle)."""
-        return self.randomizer.randomize(user_items, user_levels, seed)
+        """Alg. 2 lines 9–16 for every user (messages with senders, before the shuffle).
+
+        Called as ``randomize(values, seed=None)`` with the users'
+        :class:`UserSets`, or ``randomize(user_items, user_levels, seed=None)``
+        (the form before the contract).
+
+        Args:
+            values: The users' :class:`UserSets`, or their items (users × s).
+            args: ``seed``, or ``user_levels`` (level indices) and ``seed``.
+            kwargs: ``seed`` and ``user_levels``.
+
+        Raises:
+            DataError: On malformed items or levels.
+            TypeError: On arguments neither form takes.
+        """
+        user_levels, seed = _levels_and_seed("randomize", args, kwargs)
+        sets = _user_sets(values, user_levels)
+        return self.randomizer.randomize(sets.items, sets.levels, seed)
 
     def statistic_from_messages(self, shuffled: ShuffledBatch) -> IntArray:
         """Alg. 2 line 20: C_x, the messages per value of [0, d′).
 
         Raises:
-            DataError: If a message is outside the message domain.
+            DataError: If a message is not one value of the message domain.
         """
         payload = np.asarray(shuffled.payload)
+        if payload.ndim != 1:
+            raise DataError(f"a message carries one value, got payload of shape {payload.shape}")
         if payload.size and (int(payload.min()) < 0 or int(payload.max()) >= self.message_domain):
             raise DataError(f"a message carries a value outside [0, {self.message_domain - 1}]")
         return np.bincount(payload, minlength=self.message_domain).astype(np.int64)
 
+    def histogram_of(self, values: UserSets) -> IntArray:
+        """a_{k,x}: the item slots of level-k users holding x (K × d′), the count path's input.
+
+        Raises:
+            DataError: On malformed items or level indices.
+        """
+        items, levels = _user_sets(values, None)
+        check_items(items, self.message_domain, self.items_per_user)
+        check_levels(levels, len(self.levels), items.shape[0])
+        return pair_histogram(items, levels, len(self.levels), self.message_domain)
+
+    @overload
+    def sample_statistic(self, histogram: IntArray, seed: SeedLike = None) -> IntArray: ...
+
+    @overload
     def sample_statistic(
         self,
-        user_items: NDArray[np.integer],
+        histogram: NDArray[np.integer],
         user_levels: NDArray[np.integer],
         seed: SeedLike = None,
+    ) -> IntArray: ...
+
+    def sample_statistic(
+        self, histogram: NDArray[np.integer], *args: Any, **kwargs: Any
     ) -> IntArray:
-        """C_x drawn directly from its exact law (the count-level path)."""
-        pairs = pair_histogram(user_items, user_levels, len(self.levels), self.message_domain)
+        """C_x drawn directly from its exact law (the count-level path).
+
+        Called as ``sample_statistic(histogram, seed=None)`` with a_{k,x}, the
+        K × d′ slot counts (:meth:`histogram_of`), or
+        ``sample_statistic(user_items, user_levels, seed=None)`` (the form
+        before the contract).
+
+        Args:
+            histogram: a_{k,x}, or the users' items (users × s).
+            args: ``seed``, or ``user_levels`` (level indices) and ``seed``.
+            kwargs: ``seed`` and ``user_levels``.
+
+        Raises:
+            DataError: On malformed slot counts, items or levels.
+            TypeError: On arguments neither form takes.
+        """
+        user_levels, seed = _levels_and_seed("sample_statistic", args, kwargs)
+        if user_levels is None:
+            pairs = histogram
+        else:
+            pairs = self.histogram_of(UserSets(histogram, user_levels))
         return self.randomizer.sample_counts(pairs, seed)
 
+    def messages_in(self, statistic: IntArray) -> int:
+        """Every message adds one to one C_x, so the counts sum to the messages."""
+        return int(np.sum(statistic))
+
+    @overload
+    def estimate(
+        self,
+        statistic: IntArray,
+        domain: Sequence[str] | None = None,
+        *,
+        level_counts: LevelCounts | None = None,
+    ) -> HistogramEstimate: ...
+
+    @overload
     def estimate(
         self,
         statistic: IntArray,
         level_counts: LevelCounts,
         domain: Sequence[str] | None = None,
-    ) -> HistogramEstimate:
-        """Alg. 2 line 21 (:func:`shuffledp.analyzers.segmented.pooled_estimate`)."""
+    ) -> HistogramEstimate: ...
+
+    def estimate(self, statistic: IntArray, *args: Any, **kwargs: Any) -> HistogramEstimate:
+        """Alg. 2 line 21 (:func:`shuffledp.analyzers.segmented.pooled_estimate`).
+
+        Called as ``estimate(statistic, domain=None, *, level_counts=None)``,
+        or ``estimate(statistic, level_counts, domain=None)`` (the form before
+        the contract).
+
+        Args:
+            statistic: C_x.
+            args: ``domain``, or ``level_counts`` and ``domain``.
+            kwargs: ``domain`` and ``level_counts``: step 1's release
+                (:func:`aggregate_levels`), by default :attr:`level_counts`
+                (what the protocol was built with).
+
+        Raises:
+            TypeError: On arguments neither form takes.
+        """
+        level_counts, domain = _estimate_arguments(args, kwargs)
+        if level_counts is None:
+            level_counts = self.level_counts
         labels = domain if domain is not None else self.labels
         return pooled_estimate(
             statistic,
@@ -591,8 +857,8 @@ class SegmentedProtocol:
 
     def run(
         self,
-        user_items: NDArray[np.integer],
-        user_levels: NDArray[np.integer] | NDArray[np.floating],
+        values: UserSets | NDArray[np.integer],
+        user_levels: NDArray[np.integer] | NDArray[np.floating] | None = None,
         *,
         path: ExecutionPath = "message",
         seed: SeedLike = None,
@@ -600,11 +866,20 @@ class SegmentedProtocol:
     ) -> SegmentedRun:
         """Execute Alg. 2's step 3 (and step 1 unless its result is given).
 
+        The contract's two paths (:class:`~shuffledp.protocols.base.ShuffleProtocol`):
+        :meth:`randomize`, the uniform shuffle and :meth:`statistic_from_messages`,
+        or :meth:`sample_statistic` on :meth:`histogram_of` the sets; then
+        :meth:`estimate` with the level counts and every level's report.
+
         Args:
-            user_items: users × s item indices in [0, d′) (d: the padding symbol);
-                see :func:`shuffledp.data.sets.encode_sets` and
-                :func:`shuffledp.data.sets.load_sets`.
-            user_levels: Each user's level index in [0, K) (or level value E_k).
+            values: The users' :class:`UserSets` (their items, users × s item
+                indices in [0, d′), d being the padding symbol, see
+                :func:`shuffledp.data.sets.encode_sets` and
+                :func:`shuffledp.data.sets.load_sets`; and their levels), or
+                the items alone with the levels as ``user_levels``.
+            user_levels: Each user's level index in [0, K) (or level value
+                E_k), when ``values`` are the items; levels in ``values`` may
+                be level values too.
             path: ``"message"`` (real messages, real shuffle) or ``"count"``.
             seed: ``None`` for OS entropy and a cryptographically secure
                 shuffle; an int for a reproducible run (seeded shuffle).
@@ -614,8 +889,10 @@ class SegmentedProtocol:
         Raises:
             DataError: On malformed input, a number of users other than the
                 calibrated n, or exact level counts that differ from the levels given.
+            InvalidParameterError: On a bad path, or levels given twice.
         """
-        levels = self._check_input(user_items, user_levels)
+        user_items, raw_levels = _user_sets(values, user_levels)
+        levels = self._check_input(user_items, raw_levels)
         if level_estimate is None:
             level_estimate = aggregate_levels(levels, len(self.levels))
         if level_estimate.n != self.n or level_estimate.used.size != len(self.levels):
@@ -630,20 +907,10 @@ class SegmentedProtocol:
                     "exact level counts differ from the users' levels: "
                     f"{level_estimate.used.astype(int).tolist()} vs {actual.tolist()}"
                 )
-        # Independent streams for the randomizers and the shuffle (None: OS entropy for
-        # the randomizers, the cryptographic shuffle).
-        randomize_seed, shuffle_seed = child_seeds(seed, 2)
-        if path == "message":
-            batch = self.randomize(user_items, levels, make_rng(randomize_seed))
-            shuffled = UniformShuffler().shuffle(batch, seed=shuffle_seed)
-            statistic = self.statistic_from_messages(shuffled)
-            messages = len(batch)
-        elif path == "count":
-            statistic = self.sample_statistic(user_items, levels, make_rng(randomize_seed))
-            messages = int(statistic.sum())
-        else:
-            raise InvalidParameterError(f"path must be 'message' or 'count', got {path!r}")
-        estimate = self.estimate(statistic, level_estimate)
+        statistic, messages = self._draw_statistic(
+            UserSets(user_items, levels), path=path, seed=seed
+        )
+        estimate = self.estimate(statistic, level_counts=level_estimate)
         not_covered = [_LEVEL_DEPENDENCE]
         if seed is not None:
             not_covered.append(SEEDED_NOT_COVERED)

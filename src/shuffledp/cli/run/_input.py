@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the parser is built without numpy and the protocols (lazy i
 
     from shuffledp._memory import MemoryLimit
     from shuffledp.data.ingest import LoadedHistogram, LoadedValues
-    from shuffledp.protocols.base import ExecutionPath, ProtocolRun, ShuffleProtocol
+    from shuffledp.protocols.base import ExecutionPath, ProtocolRun, SingleValueProtocol
 
 __all__ = ["COUNT_PATH_STATUS", "MESSAGE_PATH_STATUS", "RunInput", "csv_options", "load_input"]
 
@@ -73,7 +73,7 @@ class RunInput:
         """Number of users."""
         return self.loaded.n
 
-    def run(self, protocol: ShuffleProtocol, path: ExecutionPath) -> ProtocolRun:
+    def run(self, protocol: SingleValueProtocol, path: ExecutionPath) -> ProtocolRun:
         """Run ``protocol`` on these users: their values, or their histogram on the count path.
 
         Raises:
