@@ -281,8 +281,8 @@ def _invoke(case: Case) -> int:
         from shuffledp.cli import main
 
         return main(list(case.argv))
-    except SystemExit as exit_:
-        return exit_.code if isinstance(exit_.code, int) else 1
+    except SystemExit as exit_:  # sys.exit(None) is a success, sys.exit("text") a failure
+        return 0 if exit_.code is None else exit_.code if isinstance(exit_.code, int) else 1
     except Exception:
         traceback.print_exc()
         return 1
