@@ -1,5 +1,11 @@
 """PostgreSQL stores for the shuffler and the analyzer (psycopg 3, the ``service`` extra).
 
+The stores are :class:`~shuffledp.service.sql_store.SQLShufflerStore` and
+:class:`~shuffledp.service.sql_store.SQLAnalyzerStore` (written once for
+SQLite and PostgreSQL) over :class:`~shuffledp.service.sql_dialect.PostgresDialect`
+and the layer this module keeps underneath, :class:`PostgresDatabase` (the
+pool); the shuffler's waiting submissions are rows (:class:`RowPool`).
+
 A store is one database named by a libpq URL,
 ``postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DBNAME[?PARAM=VALUE&...]``
 (``postgres://`` too; a password is better given by ``~/.pgpass`` or
@@ -38,7 +44,7 @@ answer with 503 (retry later). A pooled connection found dead when its
 transaction begins is replaced once, transparently.
 
 What is stored is what the SQLite stores hold (see
-:mod:`shuffledp.service.store`): no IP address, header or timestamp, and a
+:mod:`shuffledp.service.store_protocols`): no IP address, header or timestamp, and a
 submission's ciphertexts are set to NULL in the transaction that batches it.
 What PostgreSQL keeps beyond that, and SQLite with ``secure_delete`` does not:
 the old version of a row stays in the table's pages until VACUUM removes it and
@@ -59,38 +65,25 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from shuffledp._optional import require
 from shuffledp._validation import InvalidParameterError
-from shuffledp.service._testhooks import crash_point
-from shuffledp.service.store_common import (
-    aggregation_changes,
-    analyzer_metrics,
-    batch_ids_from_rows,
-    check_meta,
-    distinct_keys,
-    expected_meta,
-    new_outbox_batch,
-    outbox_batch_from_row,
-    received_batch_from_row,
-    replay_keys,
-    shuffler_stats,
-    totals_from_rows,
+from shuffledp.service.sql_dialect import (
+    SCHEMA_LOCK,
+    PostgresDialect,
+    PostgresTransaction,
+    WaitingPool,
 )
+from shuffledp.service.sql_store import SQLAnalyzerStore, SQLShufflerStore
+from shuffledp.service.store_common import check_meta, expected_meta, replay_keys
 from shuffledp.service.store_protocols import (
-    AggregateTotals,
-    Aggregation,
-    BatchConflictError,
     CiphertextAlreadyHeldError,
     ClientAlreadySubmittedError,
     NewSubmission,
     OutboxBatch,
-    ReceivedBatch,
-    RecordedAggregation,
     StoreError,
-    SubmitOutcome,
 )
 
 if TYPE_CHECKING:
@@ -100,6 +93,7 @@ __all__ = [
     "PostgresAnalyzerStore",
     "PostgresDatabase",
     "PostgresShufflerStore",
+    "RowPool",
     "check_postgres_url",
     "redact_url",
 ]
@@ -115,8 +109,6 @@ MAX_CONNECTIONS = 4
 WAIT_SECONDS = 30.0
 #: ``connect_timeout`` (seconds) when the URL does not set one.
 CONNECT_TIMEOUT = 10
-#: Advisory lock taken while a store's tables are created.
-_SCHEMA_LOCK = 0x5D5F_5D5F
 _BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE"
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 #: Every session: durable commits whatever the server's, database's or role's default;
@@ -176,7 +168,7 @@ CREATE TABLE IF NOT EXISTS counted_messages(enc BYTEA PRIMARY KEY);
 
 #: ``meta`` key recorded once every aggregated batch's replay keys are in
 #: ``counted_messages`` (and, for the shuffler, every waiting ciphertext's in ``held_keys``).
-REPLAY_KEYS_META = "replay_keys"
+REPLAY_KEYS_META = PostgresDialect.counted_keys_meta
 
 _URL_FORM = "postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DBNAME[?PARAM=VALUE&...]"
 
@@ -461,10 +453,15 @@ class PostgresDatabase:
             )
 
     def _initialise(self, schema: str, role: str, task_id: str) -> None:
-        """Create the tables and record role and task, or check the recorded ones."""
+        """Create the tables and record role and task, or check the recorded ones.
+
+        Under an advisory lock (:data:`~shuffledp.service.sql_dialect.SCHEMA_LOCK`),
+        which the stores' one-time upgrades take too
+        (:meth:`~shuffledp.service.sql_dialect.Dialect.upgrade_once`).
+        """
 
         def run(conn: Connection[Any]) -> dict[str, str]:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             conn.execute(_META)
             found = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
             if found:  # another role's or task's database is refused before it is changed
@@ -477,11 +474,6 @@ class PostgresDatabase:
                     cursor.executemany(
                         "INSERT INTO meta(key, value) VALUES (%s, %s)", list(found.items())
                     )
-            if REPLAY_KEYS_META not in found:
-                _backfill_replay_keys(conn, role)
-                conn.execute(
-                    "INSERT INTO meta(key, value) VALUES (%s, 'complete')", (REPLAY_KEYS_META,)
-                )
             return found
 
         self.write(run)
@@ -499,93 +491,81 @@ class PostgresDatabase:
         check_meta(found, self.where, role, task_id)
 
 
-def _one(conn: Connection[Any], sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...]:
-    row = conn.execute(sql, params).fetchone()
-    if row is None:  # pragma: no cover - the queries always return a row
-        raise StoreError(f"query returned no row: {sql}")
-    return tuple(row)
+class RowPool(WaitingPool[PostgresTransaction]):
+    """The PostgreSQL shuffler's waiting submissions: rows of ``submissions`` (module docstring).
 
+    A waiting submission's row holds its ciphertexts until the cut sets them to
+    NULL; ``held_keys`` the waiting ciphertexts' replay keys; ``used_clients``
+    every client id, from the request that used it. The caller's transaction
+    holds the ``unbatched`` counter's lock (``SELECT … FOR UPDATE``), so the
+    database serialises adds and cuts across threads and processes.
 
-def _insert_keys(conn: Connection[Any], table: str, keys: Sequence[bytes]) -> list[bytes]:
-    """Insert the replay keys ``table`` does not hold; return those (``ON CONFLICT DO NOTHING``).
-
-    A key another transaction is inserting is waited for, then skipped if it
-    committed: two transactions never both insert one.
+    Args:
+        dialect: The store's PostgreSQL dialect.
     """
-    if not keys:
-        return []
-    rows = conn.execute(
-        f"INSERT INTO {table}(enc) SELECT unnest(%s::bytea[]) ON CONFLICT DO NOTHING RETURNING enc",
-        (list(keys),),
-    ).fetchall()
-    return [bytes(row[0]) for row in rows]
 
+    def __init__(self, dialect: PostgresDialect) -> None:
+        self.dialect = dialect
 
-def _backfill_replay_keys(conn: Connection[Any], role: str) -> None:
-    """Keep the replay keys a store of an earlier version did not (inside the opening transaction).
+    def open(self) -> None:
+        """Keep the waiting ciphertexts' replay keys once (stores of earlier versions kept none)."""
+        self.dialect.upgrade_once(REPLAY_KEYS_META, self._backfill_held_keys)
 
-    Analyzer: every message of every aggregated batch (the store cannot tell
-    which did not decrypt: such a key could only make a later message with the
-    same key a copy, and only an attacker who saw that message first could have
-    sent it); copies counted before stay counted, and a warning says how many
-    keys repeat. Shuffler: every waiting ciphertext's key.
-    """
-    if role == "analyzer":
-        repeated = 0
-        for (payload,) in conn.execute("SELECT payload FROM batches WHERE aggregated").fetchall():
-            keys = replay_keys(bytes(payload))
-            repeated += len(keys) - len(_insert_keys(conn, "counted_messages", list(set(keys))))
-        if repeated:
-            _log.warning(
-                "%d messages of batches aggregated before replay keys were kept repeat a key "
-                "counted before: they were counted more than once",
-                repeated,
+    def _backfill_held_keys(self, tx: PostgresTransaction) -> None:
+        rows = tx.execute(
+            "SELECT messages FROM submissions WHERE batch_id IS NULL AND messages IS NOT NULL"
+        ).fetchall()
+        keys = [k for row in rows for k in replay_keys(bytes(row[0]))]
+        self.dialect.insert_new_keys(tx, "held_keys", keys)
+
+    def add(self, tx: PostgresTransaction, subs: Sequence[NewSubmission]) -> int:
+        """See :meth:`WaitingPool.add`: a row per new submission, ``ON CONFLICT DO NOTHING``."""
+        dialect = self.dialect
+        known = dialect.existing(
+            tx, "submissions", "submission_id", [s.submission_id for s in subs]
+        )
+        new = [s for s in subs if s.submission_id not in known]
+        clients = [s.client_id for s in new if s.client_id is not None]
+        if clients:
+            used = dialect.existing(tx, "used_clients", "client_id", clients)
+            if used or len(set(clients)) != len(clients):
+                raise ClientAlreadySubmittedError(sorted(used) or clients)
+            dialect.insert_many(
+                tx, "used_clients", (("client_id", "text"),), [(c,) for c in clients]
             )
-        return
-    rows = conn.execute(
-        "SELECT messages FROM submissions WHERE batch_id IS NULL AND messages IS NOT NULL"
-    ).fetchall()
-    _insert_keys(conn, "held_keys", [k for row in rows for k in replay_keys(bytes(row[0]))])
+        if not new:
+            return 0
+        keys = [k for s in new for k in replay_keys(s.messages)]
+        if len(dialect.insert_new_keys(tx, "held_keys", keys)) != len(keys):
+            raise CiphertextAlreadyHeldError()
+        return dialect.insert_many(
+            tx,
+            "submissions",
+            (("submission_id", "text"), ("messages", "bytea")),
+            [(s.submission_id, s.messages) for s in new],
+            conflict="ON CONFLICT (submission_id) DO NOTHING",
+        )
+
+    def cut(
+        self, tx: PostgresTransaction, outbox: Callable[[bytes, int], OutboxBatch]
+    ) -> OutboxBatch:
+        """See :meth:`WaitingPool.cut`: the rows' ciphertexts set to NULL, their batch set."""
+        rows = tx.execute("SELECT messages FROM submissions WHERE batch_id IS NULL").fetchall()
+        batch = outbox(b"".join(bytes(row[0]) for row in rows), len(rows))
+        tx.execute(
+            "UPDATE submissions SET messages = NULL, batch_id = ? WHERE batch_id IS NULL",
+            (batch.batch_id,),
+        )
+        tx.execute("DELETE FROM held_keys")
+        return batch
 
 
-def _lock_waiting(conn: Connection[Any]) -> int:
-    """Lock the ``unbatched`` counter's row until COMMIT (serialises submits and cuts)."""
-    return int(_one(conn, "SELECT value FROM counters WHERE name = 'unbatched' FOR UPDATE")[0])
-
-
-def _cut(
-    conn: Connection[Any], waiting: int, min_users: int, permute: Callable[[bytes], bytes]
-) -> OutboxBatch | None:
-    """Batch every waiting submission if at least ``min_users`` wait.
-
-    Runs inside the caller's transaction, which holds the counter's lock
-    (``waiting`` is its value): the permuted messages go to the outbox and the
-    submissions' messages are set to NULL.
-    """
-    if waiting < min_users:
-        return None
-    rows = conn.execute("SELECT messages FROM submissions WHERE batch_id IS NULL").fetchall()
-    if len(rows) < min_users:  # pragma: no cover - the counter is transactional
-        raise StoreError(f"unbatched counter says {waiting}, found {len(rows)} rows")
-    batch = new_outbox_batch(b"".join(bytes(row[0]) for row in rows), len(rows), permute)
-    conn.execute(
-        "INSERT INTO batches(batch_id, payload, n_users, n_messages) VALUES (%s, %s, %s, %s)",
-        (batch.batch_id, batch.payload, batch.n_users, batch.n_messages),
-    )
-    conn.execute(
-        "UPDATE submissions SET messages = NULL, batch_id = %s WHERE batch_id IS NULL",
-        (batch.batch_id,),
-    )
-    conn.execute("DELETE FROM held_keys")
-    conn.execute("UPDATE counters SET value = 0 WHERE name = 'unbatched'")
-    crash_point("cut-before-commit")
-    return batch
-
-
-class PostgresShufflerStore:
+class PostgresShufflerStore(SQLShufflerStore[PostgresTransaction]):
     """The shuffler's store in one PostgreSQL database.
 
-    Implements :class:`~shuffledp.service.store.ShufflerStore`.
+    :class:`~shuffledp.service.sql_store.SQLShufflerStore` over
+    :class:`~shuffledp.service.sql_dialect.PostgresDialect` and a
+    :class:`RowPool`; implements :class:`~shuffledp.service.store.ShufflerStore`.
 
     Args:
         url: The database's URL.
@@ -597,129 +577,16 @@ class PostgresShufflerStore:
         self.db = PostgresDatabase(
             url, SHUFFLER_SCHEMA, "shuffler", task_id, max_connections=max_connections
         )
-
-    def submit(
-        self,
-        submissions: Sequence[NewSubmission],
-        *,
-        min_batch_users: int,
-        permute: Callable[[bytes], bytes],
-    ) -> SubmitOutcome:
-        """See :meth:`ShufflerStore.submit`."""
-        subs = list(submissions)
-
-        def run(conn: Connection[Any]) -> SubmitOutcome:
-            waiting = _lock_waiting(conn)
-            ids = [s.submission_id for s in subs]
-            known = {
-                row[0]
-                for row in conn.execute(
-                    "SELECT submission_id FROM submissions WHERE submission_id = ANY(%s::text[])",
-                    (ids,),
-                )
-            }
-            new = [s for s in subs if s.submission_id not in known]
-            clients = [s.client_id for s in new if s.client_id is not None]
-            if clients:
-                used = {
-                    row[0]
-                    for row in conn.execute(
-                        "SELECT client_id FROM used_clients WHERE client_id = ANY(%s::text[])",
-                        (clients,),
-                    )
-                }
-                if used or len(set(clients)) != len(clients):
-                    raise ClientAlreadySubmittedError(sorted(used) or clients)
-                conn.execute(
-                    "INSERT INTO used_clients(client_id) SELECT unnest(%s::text[])", (clients,)
-                )
-            if not new:
-                return SubmitOutcome(0, len(subs), waiting, None)
-            keys = [k for s in new for k in replay_keys(s.messages)]
-            if len(_insert_keys(conn, "held_keys", keys)) != len(keys):
-                raise CiphertextAlreadyHeldError()
-            cursor = conn.execute(
-                "INSERT INTO submissions(submission_id, messages) "
-                "SELECT * FROM unnest(%s::text[], %s::bytea[]) "
-                "ON CONFLICT (submission_id) DO NOTHING",
-                ([s.submission_id for s in new], [s.messages for s in new]),
-            )
-            accepted = cursor.rowcount
-            waiting += accepted
-            conn.execute("UPDATE counters SET value = %s WHERE name = 'unbatched'", (waiting,))
-            crash_point("ingest-before-commit")
-            batch = _cut(conn, waiting, min_batch_users, permute)
-            if batch is not None:
-                waiting = 0
-            return SubmitOutcome(accepted, len(subs) - accepted, waiting, batch)
-
-        return self.db.write(run)
-
-    def cut_batch(self, min_users: int, permute: Callable[[bytes], bytes]) -> OutboxBatch | None:
-        """See :meth:`ShufflerStore.cut_batch`."""
-
-        def run(conn: Connection[Any]) -> OutboxBatch | None:
-            # A look without the lock first: the dispatcher polls, and a lock is a write.
-            (unlocked,) = _one(conn, "SELECT value FROM counters WHERE name = 'unbatched'")
-            if int(unlocked) < min_users:
-                return None
-            return _cut(conn, _lock_waiting(conn), min_users, permute)
-
-        return self.db.write(run)
-
-    def unsent_batches(self) -> list[str]:
-        """See :meth:`ShufflerStore.unsent_batches`."""
-        return self.db.read(
-            lambda conn: batch_ids_from_rows(
-                conn.execute("SELECT batch_id FROM batches WHERE NOT sent ORDER BY seq")
-            )
-        )
-
-    def load_outbox_batch(self, batch_id: str) -> OutboxBatch:
-        """See :meth:`ShufflerStore.load_outbox_batch`."""
-        row = self.db.read(
-            lambda conn: conn.execute(
-                "SELECT payload, n_users, n_messages FROM batches WHERE batch_id = %s",
-                (batch_id,),
-            ).fetchone()
-        )
-        return outbox_batch_from_row(batch_id, row)
-
-    def mark_sent(self, batch_id: str) -> None:
-        """See :meth:`ShufflerStore.mark_sent`."""
-        self.db.write(
-            lambda conn: conn.execute(
-                "UPDATE batches SET sent = true, payload = NULL WHERE batch_id = %s", (batch_id,)
-            )
-        )
-
-    def stats(self) -> dict[str, int]:
-        """See :meth:`ShufflerStore.stats`."""
-
-        def run(conn: Connection[Any]) -> dict[str, int]:
-            stored, waiting, cut, sent = _one(
-                conn,
-                "SELECT (SELECT COUNT(*) FROM submissions), "
-                "(SELECT value FROM counters WHERE name = 'unbatched'), "
-                "COUNT(*), COUNT(*) FILTER (WHERE sent) FROM batches",
-            )
-            return shuffler_stats(stored, waiting, cut, sent)
-
-        return self.db.read(run)
-
-    def ping(self) -> None:
-        """See :meth:`ShufflerStore.ping`."""
-        self.db.ping()
-
-    def close(self) -> None:
-        """See :meth:`ShufflerStore.close`."""
-        self.db.close()
+        dialect = PostgresDialect(self.db)
+        super().__init__(dialect, RowPool(dialect))
 
 
-class PostgresAnalyzerStore:
+class PostgresAnalyzerStore(SQLAnalyzerStore[PostgresTransaction]):
     """The analyzer's store in one PostgreSQL database.
 
-    Implements :class:`~shuffledp.service.store.AnalyzerStore`.
+    :class:`~shuffledp.service.sql_store.SQLAnalyzerStore` over
+    :class:`~shuffledp.service.sql_dialect.PostgresDialect`; implements
+    :class:`~shuffledp.service.store.AnalyzerStore`.
 
     Args:
         url: The database's URL.
@@ -744,143 +611,4 @@ class PostgresAnalyzerStore:
             read_only=read_only,
             max_connections=max_connections,
         )
-
-    def add_batch(self, batch: ReceivedBatch) -> bool:
-        """See :meth:`AnalyzerStore.add_batch`."""
-
-        def run(conn: Connection[Any]) -> bool:
-            # No conflict target: a known batch id and a known content both skip the row,
-            # and a concurrent insert of either is waited for, then skipped.
-            cursor = conn.execute(
-                "INSERT INTO batches(batch_id, n_users, n_messages, payload, content_digest) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (
-                    batch.batch_id,
-                    batch.n_users,
-                    batch.n_messages,
-                    batch.payload,
-                    batch.content_digest,
-                ),
-            )
-            if cursor.rowcount == 1:
-                return True
-            if conn.execute(
-                "SELECT 1 FROM batches WHERE batch_id = %s", (batch.batch_id,)
-            ).fetchone():
-                return False
-            raise BatchConflictError(batch.batch_id)
-
-        return self.db.write(run)
-
-    def unaggregated_batches(self) -> list[str]:
-        """See :meth:`AnalyzerStore.unaggregated_batches`."""
-        return self.db.read(
-            lambda conn: batch_ids_from_rows(
-                conn.execute("SELECT batch_id FROM batches WHERE NOT aggregated ORDER BY seq")
-            )
-        )
-
-    def batch_ids(self) -> list[str]:
-        """See :meth:`AnalyzerStore.batch_ids`."""
-        return self.db.read(
-            lambda conn: batch_ids_from_rows(
-                conn.execute("SELECT batch_id FROM batches ORDER BY seq")
-            )
-        )
-
-    def load_batch(self, batch_id: str) -> ReceivedBatch:
-        """See :meth:`AnalyzerStore.load_batch`."""
-        row = self.db.read(
-            lambda conn: conn.execute(
-                "SELECT payload, n_users, n_messages, content_digest FROM batches "
-                "WHERE batch_id = %s",
-                (batch_id,),
-            ).fetchone()
-        )
-        return received_batch_from_row(batch_id, row)
-
-    def record_aggregation(self, aggregation: Aggregation) -> RecordedAggregation | None:
-        """See :meth:`AnalyzerStore.record_aggregation`."""
-        keys = distinct_keys(aggregation)
-
-        def run(conn: Connection[Any]) -> RecordedAggregation | None:
-            cursor = conn.execute(
-                "UPDATE batches SET aggregated = true WHERE batch_id = %s AND NOT aggregated",
-                (aggregation.batch_id,),
-            )
-            if cursor.rowcount == 0:
-                return None
-            new = set(_insert_keys(conn, "counted_messages", keys))
-            recorded, bins, deltas = aggregation_changes(aggregation, new)
-            conn.execute(
-                "UPDATE batches SET n_counted = %s WHERE batch_id = %s",
-                (recorded.counted, aggregation.batch_id),
-            )
-            if bins:
-                conn.execute(
-                    "INSERT INTO batch_counts(batch_id, bin, count) "
-                    "SELECT %s, * FROM unnest(%s::integer[], %s::bigint[])",
-                    (aggregation.batch_id, [j for j, _ in bins], [c for _, c in bins]),
-                )
-            _add_metrics(conn, deltas)
-            crash_point("aggregate-before-commit")
-            return recorded
-
-        return self.db.write(run)
-
-    def add_metrics(self, deltas: Mapping[str, int]) -> None:
-        """See :meth:`AnalyzerStore.add_metrics`."""
-        self.db.write(lambda conn: _add_metrics(conn, deltas))
-
-    def totals(self, domain_size: int) -> AggregateTotals:
-        """See :meth:`AnalyzerStore.totals`."""
-
-        def run(conn: Connection[Any]) -> AggregateTotals:
-            bins = conn.execute(
-                "SELECT c.bin, SUM(c.count) FROM batch_counts c JOIN batches b "
-                "ON b.batch_id = c.batch_id WHERE b.aggregated GROUP BY c.bin"
-            ).fetchall()
-            *aggregated, pending = _one(
-                conn,
-                "SELECT COUNT(*) FILTER (WHERE aggregated), "
-                "COALESCE(SUM(n_users) FILTER (WHERE aggregated), 0), "
-                "COALESCE(SUM(n_counted) FILTER (WHERE aggregated), 0), "
-                "MIN(n_users) FILTER (WHERE aggregated), "
-                "COUNT(*) FILTER (WHERE NOT aggregated) FROM batches",
-            )
-            return totals_from_rows(domain_size, bins, aggregated, pending)
-
-        return self.db.read(run)
-
-    def metrics(self) -> dict[str, int]:
-        """See :meth:`AnalyzerStore.metrics`."""
-
-        def run(conn: Connection[Any]) -> dict[str, int]:
-            metric_rows = conn.execute("SELECT name, value FROM metrics").fetchall()
-            batches = _one(
-                conn,
-                "SELECT COUNT(*), COALESCE(SUM(n_users), 0), COUNT(*) FILTER (WHERE aggregated), "
-                "COALESCE(SUM(n_users) FILTER (WHERE aggregated), 0) FROM batches",
-            )
-            return analyzer_metrics(metric_rows, batches)
-
-        return self.db.read(run)
-
-    def ping(self) -> None:
-        """See :meth:`AnalyzerStore.ping`."""
-        self.db.ping()
-
-    def close(self) -> None:
-        """See :meth:`AnalyzerStore.close`."""
-        self.db.close()
-
-
-def _add_metrics(conn: Connection[Any], deltas: Mapping[str, int]) -> None:
-    # Sorted names: concurrent upserts lock the rows in one order (no deadlock).
-    items = sorted((str(name), int(value)) for name, value in deltas.items() if value)
-    if items:
-        conn.execute(
-            "INSERT INTO metrics(name, value) SELECT * FROM unnest(%s::text[], %s::bigint[]) "
-            "ON CONFLICT (name) DO UPDATE SET value = metrics.value + excluded.value",
-            ([name for name, _ in items], [value for _, value in items]),
-        )
+        super().__init__(PostgresDialect(self.db), read_only=read_only)

@@ -2,15 +2,18 @@
 
 The store URL picks the implementation: ``sqlite:///PATH`` opens
 :mod:`shuffledp.service.sqlite_store`, ``postgresql://…`` or ``postgres://…``
-:mod:`shuffledp.service.postgres_store` (psycopg is imported only then). What a
-store holds and the operations it offers are the interfaces in
+:mod:`shuffledp.service.postgres_store` (psycopg is imported only then). Both
+are the same two classes, :mod:`shuffledp.service.sql_store`, written once over
+a SQL dialect (:mod:`shuffledp.service.sql_dialect`). What a store holds and
+the operations it offers are the interfaces in
 :mod:`shuffledp.service.store_protocols`, re-exported here so that
 ``from shuffledp.service.store import AnalyzerStore`` keeps working.
 
 The store modules import one way: this factory imports the implementations
-(inside the functions), they import :mod:`~shuffledp.service.store_common`
-(helpers both share) and :mod:`~shuffledp.service.store_protocols`, and
-neither of those imports back.
+(inside the functions); they import :mod:`~shuffledp.service.sql_store` and
+:mod:`~shuffledp.service.sql_dialect`, which import no backend, and all of
+them import :mod:`~shuffledp.service.store_common` (helpers) and
+:mod:`~shuffledp.service.store_protocols`; none of those imports back.
 """
 
 from __future__ import annotations

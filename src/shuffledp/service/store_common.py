@@ -1,8 +1,8 @@
-"""What the SQLite and the PostgreSQL stores share: ``meta`` checks, batches, results from rows.
+"""What the stores share: ``meta`` checks, batches, replay keys, results from rows.
 
-Only plain Python and NumPy here (no database driver): each store keeps its own
-SQL, and turns the rows it reads into results with these functions, so both
-backends answer alike.
+Only plain Python and NumPy here (no database driver, no SQL): the stores
+(:mod:`shuffledp.service.sql_store`, and each backend's module for what it
+keeps its own way) turn the rows they read into results with these functions.
 """
 
 from __future__ import annotations

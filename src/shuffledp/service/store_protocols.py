@@ -10,16 +10,20 @@ Calls are blocking and thread-safe; the web handlers run them in a worker
 thread. A store that cannot do its work (database down, disk full) raises
 :class:`StoreError`, which the services answer with 503 (retry later).
 
-Two implementations, chosen by the store URL in :mod:`shuffledp.service.store`
+One implementation of each, :mod:`shuffledp.service.sql_store`, written once
+over two SQL dialects (:mod:`shuffledp.service.sql_dialect`), chosen by the
+store URL in :mod:`shuffledp.service.store`
 (:func:`~shuffledp.service.store.open_shuffler_store`,
 :func:`~shuffledp.service.store.open_analyzer_store`):
 
 * ``sqlite:///PATH``: :mod:`shuffledp.service.sqlite_store` (stdlib; one writer
-  thread with group commit);
+  thread with group commit; the shuffler's waiting submissions in random
+  slots, :mod:`shuffledp.service.sqlite_slots`);
 * ``postgresql://…`` or ``postgres://…``: :mod:`shuffledp.service.postgres_store`
-  (psycopg 3, the ``service`` extra): the same tables in plain SQL (``BYTEA``
-  for ``BLOB``, ``INSERT … ON CONFLICT DO NOTHING``, ``SELECT … FOR UPDATE``
-  where a batch is cut), one database per role and task.
+  (psycopg 3, the ``service`` extra): the same tables (``BYTEA`` for ``BLOB``,
+  ``BOOLEAN`` for 0/1), a pool of connections, ``SELECT … FOR UPDATE`` where
+  submissions are added or a batch is cut, waiting submissions in rows; one
+  database per role and task.
 
 What is stored, on purpose and no more. Shuffler: submission id, its
 ciphertexts until the submission is batched (then only the id is kept, for
