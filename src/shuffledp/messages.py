@@ -17,7 +17,8 @@ class MessageBatch:
     """Messages as the users send them, before the shuffler.
 
     Attributes:
-        payload: One entry per message (for histogram protocols, a bin index).
+        payload: One entry per message (for histogram protocols, a bin index);
+            a message of several words is a row (``payload[i]``: message i).
         sender: Index of the user who sent each message; the shuffler drops it.
         n_users: Number of users who took part (some may have sent no message).
     """
@@ -27,8 +28,15 @@ class MessageBatch:
     n_users: int
 
     def __post_init__(self) -> None:
-        if self.payload.shape != self.sender.shape or self.payload.ndim != 1:
-            raise ValueError("payload and sender must be one-dimensional and of equal length")
+        if (
+            self.sender.ndim != 1
+            or self.payload.ndim < 1
+            or self.payload.shape[0] != self.sender.shape[0]
+        ):
+            raise ValueError(
+                "sender must be one-dimensional and payload hold one entry (or row) per "
+                f"sender, got shapes {self.payload.shape} and {self.sender.shape}"
+            )
 
     def __len__(self) -> int:
         return int(self.payload.shape[0])
@@ -39,7 +47,7 @@ class ShuffledBatch:
     """The shuffler's output: payloads in uniformly random order, no senders.
 
     Attributes:
-        payload: The messages' payloads.
+        payload: The messages' payloads (one entry, or row, per message).
         n_users: Number of users who took part (public, as in the shuffle model).
     """
 

@@ -34,20 +34,35 @@ reading). The report states the relation in words. The report states exactly tha
 per-user amplified ε′ (Thm 2 is data-dependent, §4) and no group sizes.
 Whether the shuffle amplifies is the business of
 :mod:`shuffledp.accounting.certificates.per_user`, which reads :class:`PerUserAnalysis`.
+
+Contract. :class:`PerUserHistograms` is a
+:class:`~shuffledp.protocols.base.ShuffleProtocol` whose users hold
+histograms (an n × d count matrix, also the count-level input), whose
+statistic is the released sequence Ĥ in position order and whose estimate is
+a :class:`PerUserEstimate`. Its shuffler needs the users' identities (it
+groups them on W), so :meth:`PerUserHistograms.randomize` runs it as
+augmented's randomize runs its shuffler's sampling: the noisy copies, the
+grouping and the permutation within groups, then one message per position of
+the release carrying the position and Ĥ_i. The uniform shuffle after it changes
+nothing the analyzer reads (the positions put Ĥ back in order), so both paths
+release the same Ĥ from the same seed, and the guarantee is the one above.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 import numpy as np
 from numpy.typing import NDArray
 
 from shuffledp._rng import SEEDED_NOT_COVERED, SeedLike, make_rng
-from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
+from shuffledp._validation import DataError, InvalidParameterError, check_epsilon, check_int
+from shuffledp.messages import MessageBatch, ShuffledBatch
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
+from shuffledp.protocols.base import DomainSpec, ExecutionPath, ShuffleProtocol, resolve_domain
 from shuffledp.randomizers.laplace import (
     HistogramLaplaceRandomizer,
     Neighbouring,
@@ -70,6 +85,7 @@ from shuffledp.shuffler.grouped import (
     group_size_summary,
     grouped_permutation,
 )
+from shuffledp.shuffler.uniform import UniformShuffler
 
 __all__ = [
     "BASELINE_COPIES",
@@ -77,12 +93,15 @@ __all__ = [
     "PER_USER_METHOD",
     "RELEASES",
     "PerUserAnalysis",
+    "PerUserEstimate",
     "PerUserHistograms",
     "PerUserRun",
 ]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
+#: Every user's counts, one row per user (integers, possibly held as floats).
+Counts = NDArray[np.integer] | NDArray[np.floating]
 
 Release = Literal["t", "r", "single", "laplace-ldp", "laplace-full", "uniform-shuffle", "oracle"]
 BaselineCopy = Literal["t", "r"]
@@ -162,11 +181,14 @@ class PerUserRun:
             server takes as user i's normalized histogram.
         report: The worst-case guarantee, (ε, 0, c)-hDP per user.
         analysis: W, T, R, groups and permutation; NEVER part of the release.
+        path: ``"message"`` (Ĥ went through messages and the uniform shuffle)
+            or ``"count"`` (drawn directly); the same Ĥ from the same seed.
     """
 
     estimates: FloatArray
     report: PrivacyReport
     analysis: PerUserAnalysis = field(repr=False)
+    path: ExecutionPath = "message"
 
     @property
     def n(self) -> int:
@@ -200,7 +222,47 @@ class PerUserRun:
         )
 
 
-class PerUserHistograms:
+@dataclass(frozen=True, repr=False)
+class PerUserEstimate:
+    """What the analyzer makes of the released sequence: row i estimates user i's H̄_i.
+
+    Attributes:
+        estimates: Ĥ (n × d) in position order, as released (neither clipped
+            nor renormalized, so the noise stays unbiased).
+        stderr: The released copy's noise standard deviation, one per class
+            (the same for every row; see :attr:`PerUserRun.stderr` for what it
+            leaves out).
+        domain: The classes' labels, or ``None``.
+    """
+
+    estimates: FloatArray
+    stderr: FloatArray
+    domain: tuple[str, ...] | None = None
+
+    @property
+    def n(self) -> int:
+        """Number of users (rows)."""
+        return int(self.estimates.shape[0])
+
+    def __repr__(self) -> str:
+        return f"PerUserEstimate(n={self.n}, d={self.estimates.shape[1]})"
+
+
+def _slot_messages(released: FloatArray, permutation: IntArray) -> MessageBatch:
+    """One message per position i of the release: (i, Ĥ_i) as 1 + d int64 words.
+
+    The d values travel as the bits of their float64 (``view``), so the
+    analyzer reads back exactly the released numbers; ``sender[i]`` is the
+    user whose copy fills position i.
+    """
+    n, d = released.shape
+    payload = np.empty((n, 1 + d), dtype=np.int64)
+    payload[:, 0] = np.arange(n, dtype=np.int64)
+    payload[:, 1:] = np.ascontiguousarray(released, dtype=np.float64).view(np.int64)
+    return MessageBatch(payload=payload, sender=permutation.astype(np.int64), n_users=n)
+
+
+class PerUserHistograms(ShuffleProtocol[Counts, IntArray, FloatArray, PerUserEstimate, PerUserRun]):
     """The per-user histogram protocol (Alg. 1; Alg. 2 and baselines by ``release``).
 
     Args:
@@ -223,10 +285,17 @@ class PerUserHistograms:
         release: The variant (module docstring), default ``"t"``.
         baseline_copy: What ``laplace-ldp``, ``uniform-shuffle`` and ``oracle``
             release: ``"t"`` (default) or ``"r"``.
+        n: The number of users :meth:`run` takes (it refuses others), or
+            ``None`` (default) for the users of each run's counts. The
+            guarantee does not depend on n; the report states it.
+        domain: The classes: their number d or their labels, in order; or
+            ``None`` (default) for d from each run's counts.
 
     Raises:
         InvalidParameterError: On any parameter outside its range.
     """
+
+    name: ClassVar[str] = "per-user"
 
     def __init__(
         self,
@@ -245,7 +314,13 @@ class PerUserHistograms:
         n_init: int = 1,
         release: Release = "t",
         baseline_copy: BaselineCopy = "t",
+        n: int | None = None,
+        domain: DomainSpec | None = None,
     ) -> None:
+        self._n = None if n is None else check_int(n, "n", minimum=1)
+        self._domain_size: int | None = None
+        if domain is not None:
+            self._domain_size, self.labels = resolve_domain(domain)
         self.epsilon = check_epsilon(epsilon)
         self.epsilon1 = check_epsilon(epsilon1, "epsilon1")
         if not self.epsilon1 < self.epsilon:
@@ -282,6 +357,45 @@ class PerUserHistograms:
                 embedding=embedding,
                 n_init=n_init,
             )
+
+    @property
+    def n(self) -> int:
+        """The number of users :meth:`run` takes (``n=`` of the constructor).
+
+        Raises:
+            AttributeError: If the protocol was built without ``n`` (it takes
+                each run's users).
+        """
+        if self._n is None:
+            raise AttributeError(
+                "n is not fixed: this per-user protocol takes the users of each run's counts "
+                "(its guarantee, (epsilon, 0, c)-hDP per user, does not depend on n); build it "
+                "with n=... to have run() refuse other numbers of users"
+            )
+        return self._n
+
+    @n.setter
+    def n(self, value: int) -> None:
+        self._n = check_int(value, "n", minimum=1)
+
+    @property
+    def domain_size(self) -> int:
+        """d, the number of classes (``domain=`` of the constructor).
+
+        Raises:
+            AttributeError: If the protocol was built without ``domain`` (d
+                comes from each run's counts).
+        """
+        if self._domain_size is None:
+            raise AttributeError(
+                "domain_size is not fixed: this per-user protocol takes d from each run's "
+                "counts; build it with domain=... (d or the class labels) to fix it"
+            )
+        return self._domain_size
+
+    @domain_size.setter
+    def domain_size(self, value: int) -> None:
+        self._domain_size = check_int(value, "domain_size", minimum=2)
 
     @property
     def copies(self) -> int:
@@ -337,12 +451,24 @@ class PerUserHistograms:
         out["noise_variance_per_coordinate"] = self.noise_variance()
         return out
 
-    def privacy_report(self, n: int) -> PrivacyReport:
+    def privacy_report(self, n: int | None = None) -> PrivacyReport:
         """Return the worst-case guarantee of every variant: (ε, 0, c)-hDP per user.
 
         Args:
-            n: Number of users.
+            n: Number of users the report states (the guarantee does not
+                depend on it); ``None``: the protocol's ``n``.
+
+        Raises:
+            InvalidParameterError: If ``n`` is not given and the protocol was
+                built without one.
         """
+        if n is None:
+            if self._n is None:
+                raise InvalidParameterError(
+                    "privacy_report() states the number of users: pass n (privacy_report(n)) "
+                    "or build the protocol with n=..."
+                )
+            n = self._n
         n = check_int(n, "n", minimum=1)
         relation = neighbouring_in_words(self.c, self.neighbouring)
         delta_l1 = normalized_sensitivity(self.c, self.neighbouring)
@@ -406,18 +532,171 @@ class PerUserHistograms:
             assumptions=tuple(assumptions),
         )
 
+    # -- the contract (ShuffleProtocol) --------------------------------------------------------
+
+    def histogram_of(self, values: Counts) -> IntArray:
+        """The users' counts, checked (n × d int64): the count-level path's input.
+
+        Raises:
+            DataError: On bad counts (naming the user and value), or a number
+                of classes other than the protocol's domain.
+        """
+        h = check_counts(values)
+        if self._domain_size is not None and h.shape[1] != self._domain_size:
+            raise DataError(
+                f"counts have {h.shape[1]} classes per user, the protocol's domain "
+                f"{self._domain_size}"
+            )
+        return h
+
+    def randomize(
+        self,
+        values: Counts,
+        seed: SeedLike = None,
+        *,
+        true_labels: NDArray[np.integer] | None = None,
+    ) -> MessageBatch:
+        """Every user's noisy copies, then the grouped shuffler: one message per position.
+
+        The shuffler of Alg. 1 sees who sent what (it groups the users on
+        W, lines 9–17), so it runs here, before the uniform shuffle of the
+        contract (as augmented's sampling and dummies do): message i carries
+        position i and Ĥ_i, the released copy placed there
+        (:func:`_slot_messages`), and ``sender[i]`` is the user whose copy it is.
+
+        Args:
+            values: n × d counts, one row per user.
+            seed: As in :meth:`run`; the same seed gives the same Ĥ as
+                :meth:`sample_statistic` and :meth:`run`.
+            true_labels: The users' true clusters (``oracle`` only).
+
+        Raises:
+            DataError: On bad counts.
+            InvalidParameterError: If ``oracle`` lacks ``true_labels``, or G > n.
+        """
+        released, analysis, _ = self._draw(self.histogram_of(values), seed, true_labels)
+        return _slot_messages(released, analysis.permutation)
+
+    def statistic_from_messages(self, shuffled: ShuffledBatch) -> FloatArray:
+        """Ĥ in position order: each message's values put back at the position it carries.
+
+        Raises:
+            DataError: If the messages are not one (position, d values) row for
+                each position 0 … n − 1, or carry another d than the protocol's.
+        """
+        payload = np.asarray(shuffled.payload)
+        if (
+            payload.ndim != 2
+            or payload.shape[1] < 3
+            or payload.shape[0] < 1
+            or not np.issubdtype(payload.dtype, np.integer)
+        ):
+            raise DataError(
+                "per-user messages are rows of 1 + d integer words (the position, then the "
+                f"d values' float64 bits, d >= 2), got {payload.dtype} of shape {payload.shape}"
+            )
+        n, d = payload.shape[0], payload.shape[1] - 1
+        if self._domain_size is not None and d != self._domain_size:
+            raise DataError(
+                f"messages carry {d} classes, the protocol's domain {self._domain_size}"
+            )
+        positions = payload[:, 0]
+        seen = np.zeros(n, dtype=np.bool_)
+        inside = (positions >= 0) & (positions < n)
+        seen[positions[inside]] = True
+        if not (inside.all() and seen.all()):
+            raise DataError(
+                f"the messages must carry each position 0 to {n - 1} once (the release's "
+                "order), and they do not"
+            )
+        out = np.empty((n, d), dtype=np.float64)
+        out[positions] = np.ascontiguousarray(payload[:, 1:], dtype=np.int64).view(np.float64)
+        return out
+
+    def sample_statistic(
+        self,
+        histogram: IntArray,
+        seed: SeedLike = None,
+        *,
+        true_labels: NDArray[np.integer] | None = None,
+    ) -> FloatArray:
+        """Ĥ drawn directly from the users' counts: the noisy copies, grouped and permuted.
+
+        The same draws as :meth:`randomize` from the same seed, without the
+        messages.
+
+        Args:
+            histogram: n × d counts, one row per user (:meth:`histogram_of`).
+            seed: As in :meth:`run`.
+            true_labels: The users' true clusters (``oracle`` only).
+
+        Raises:
+            DataError: On bad counts.
+            InvalidParameterError: If ``oracle`` lacks ``true_labels``, or G > n.
+        """
+        released, _, _ = self._draw(self.histogram_of(histogram), seed, true_labels)
+        return released
+
+    def estimate(
+        self, statistic: FloatArray, domain: Sequence[str] | None = None
+    ) -> PerUserEstimate:
+        """Ĥ_i as user i's histogram, with the released copy's noise standard deviation.
+
+        Args:
+            statistic: Ĥ (n × d) in position order.
+            domain: The classes' labels (default: the protocol's, if any).
+
+        Raises:
+            DataError: If ``statistic`` is not an n × d array of numbers
+                (d the protocol's, when fixed).
+            InvalidParameterError: If ``domain`` is not d distinct labels.
+        """
+        stat = np.asarray(statistic)
+        if (
+            stat.ndim != 2
+            or stat.shape[1] < 2
+            or not np.issubdtype(stat.dtype, np.floating)
+            or (self._domain_size is not None and stat.shape[1] != self._domain_size)
+        ):
+            expected = "d" if self._domain_size is None else str(self._domain_size)
+            raise DataError(
+                f"the statistic must be an n x {expected} float array (the released "
+                f"histograms), got {stat.dtype} of shape {stat.shape}"
+            )
+        labels = self.labels
+        if domain is not None:
+            size, labels = resolve_domain(domain)
+            if size != stat.shape[1]:
+                raise InvalidParameterError(
+                    f"domain has {size} labels, the statistic {stat.shape[1]} classes"
+                )
+        stderr = np.full(stat.shape[1], math.sqrt(self.noise_variance()))
+        return PerUserEstimate(estimates=stat, stderr=stderr, domain=labels)
+
+    def messages_in(self, statistic: FloatArray) -> int:
+        """One message per position of the release (the batch :meth:`randomize` returns)."""
+        return int(np.asarray(statistic).shape[0])
+
     def run(
         self,
-        counts: NDArray[np.integer] | NDArray[np.floating],
+        values: Counts,
         *,
+        path: ExecutionPath = "message",
         seed: SeedLike = None,
         true_labels: NDArray[np.integer] | None = None,
     ) -> PerUserRun:
         """Run the protocol on every user's counts.
 
+        The contract's two paths (:class:`~shuffledp.protocols.base.ShuffleProtocol`):
+        ``"message"`` puts the release through :meth:`randomize`'s messages,
+        the uniform shuffle and :meth:`statistic_from_messages`; ``"count"``
+        draws it as :meth:`sample_statistic` does. Both release the same Ĥ
+        from the same seed (the uniform shuffle moves tagged positions).
+
         Args:
-            counts: n × d non-negative integer counts, one row per user, each
+            values: n × d non-negative integer counts, one row per user, each
                 with a positive total.
+            path: ``"message"`` (default) or ``"count"``.
             seed: ``None``: noise and k-means from OS entropy and a CSPRNG
                 shuffle (deployments); an int or a generator: everything
                 reproducible, with a seeded (not cryptographic) shuffle.
@@ -425,10 +704,42 @@ class PerUserHistograms:
                 in the analysis otherwise).
 
         Raises:
-            DataError: On bad counts (naming the user and value).
-            InvalidParameterError: If ``oracle`` lacks ``true_labels``, or G > n.
+            DataError: On bad counts (naming the user and value), or a number
+                of users or classes other than the protocol's ``n`` and domain.
+            InvalidParameterError: On a bad path, if ``oracle`` lacks
+                ``true_labels``, or G > n.
         """
-        h = check_counts(counts)
+        if path not in ("message", "count"):
+            raise InvalidParameterError(f"path must be 'message' or 'count', got {path!r}")
+        h = self.histogram_of(values)
+        n = h.shape[0]
+        if self._n is not None and n != self._n:
+            raise DataError(
+                f"the protocol was built for n={self._n} users but got counts of {n} users"
+            )
+        released, analysis, shuffle_seed = self._draw(h, seed, true_labels)
+        statistic = released
+        if path == "message":
+            shuffled = UniformShuffler().shuffle(
+                _slot_messages(released, analysis.permutation), seed=shuffle_seed
+            )
+            statistic = self.statistic_from_messages(shuffled)
+        report = self.privacy_report(n)
+        if seed is not None:  # a seeded run says so in its report
+            report = report.with_context(not_covered=(SEEDED_NOT_COVERED,))
+        estimate = self.estimate(statistic)
+        return PerUserRun(estimates=estimate.estimates, report=report, analysis=analysis, path=path)
+
+    def _draw(
+        self, h: IntArray, seed: SeedLike, true_labels: NDArray[np.integer] | None
+    ) -> tuple[FloatArray, PerUserAnalysis, np.random.Generator | None]:
+        """Ĥ in position order, what made it, and the uniform shuffle's stream.
+
+        ``seed`` gives three streams (the noise, the clustering, the grouped
+        shuffle, in this order whatever the path); the uniform shuffle of the
+        message path draws from a child of the grouped shuffle's stream
+        (``None`` without a seed: the CSPRNG), so the release is the same on both paths.
+        """
         n = h.shape[0]
         labels_true: IntArray | None = None
         if true_labels is not None:
@@ -486,7 +797,5 @@ class PerUserHistograms:
             weight=weight,
             true_labels=labels_true,
         )
-        report = self.privacy_report(n)
-        if seed is not None:  # a seeded run says so in its report
-            report = report.with_context(not_covered=(SEEDED_NOT_COVERED,))
-        return PerUserRun(estimates=released[perm], report=report, analysis=analysis)
+        uniform_seed = None if seed is None else shuffle_rng.spawn(1)[0]
+        return released[perm], analysis, uniform_seed

@@ -375,7 +375,8 @@ class UniformShuffler:
         """Return the shuffled payloads of ``batch``.
 
         Args:
-            batch: Messages as sent.
+            batch: Messages as sent (a message of several words, a row of the
+                payload, moves as one).
             seed: ``None`` for a cryptographically secure shuffle; an int or a
                 generator for a reproducible one.
             show_progress: Show a progress bar (percent of the shuffle's steps)
@@ -386,11 +387,14 @@ class UniformShuffler:
         with progress_bar(
             total=passes * n, desc="shuffling", enabled=show_progress, delay=0.5, counts=False
         ) as bar:
-            if seed is None:
+            if seed is None and batch.payload.ndim == 1:
                 payload = secure_shuffle(batch.payload, advance=bar.update)
                 return ShuffledBatch(payload=payload, n_users=batch.n_users)
-            order = make_rng(seed).permutation(n)
-            bar.update(n)
+            if seed is None:  # messages of several words: the secure permutation of the rows
+                order = secure_permutation(n, advance=bar.update)
+            else:
+                order = make_rng(seed).permutation(n)
+                bar.update(n)
             payload = np.empty_like(batch.payload)
             for start in range(0, n, _SORT_CHUNK):
                 block = order[start : start + _SORT_CHUNK]
