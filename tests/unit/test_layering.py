@@ -145,15 +145,31 @@ def test_backends_import_service_only_through_its_interfaces() -> None:
 
 
 def test_store_modules_import_one_way() -> None:
-    """The factory imports the stores; the stores import the helpers and the interfaces."""
+    """The factory imports the stores; the stores import the helpers and the interfaces.
+
+    The backends' modules (sqlite_store + sqlite_slots, postgres_store) build on the
+    stores written once (sql_store) over the dialect interface (sql_dialect), which
+    imports no backend at run time.
+    """
     graph = _graph(("shuffledp.service",))
     protocols = "shuffledp.service.store_protocols"
     common = "shuffledp.service.store_common"
+    dialect = "shuffledp.service.sql_dialect"
+    written_once = "shuffledp.service.sql_store"
+    backends = {
+        "shuffledp.service.sqlite_store",
+        "shuffledp.service.sqlite_slots",
+        "shuffledp.service.postgres_store",
+    }
     assert not graph[protocols] & {m for m in graph if "store" in m}
     assert "shuffledp.service.store" not in graph[common]
-    for store in ("shuffledp.service.sqlite_store", "shuffledp.service.postgres_store"):
+    for store in (*sorted(backends), written_once, dialect):
         assert "shuffledp.service.store" not in graph[store]
         assert protocols in graph[store]
+    assert not (graph[written_once] | graph[dialect]) & backends
+    assert dialect in graph[written_once]
+    assert {written_once, dialect} <= graph["shuffledp.service.sqlite_store"]
+    assert {written_once, dialect} <= graph["shuffledp.service.postgres_store"]
 
 
 def test_no_import_cycle_anywhere_in_the_package() -> None:
