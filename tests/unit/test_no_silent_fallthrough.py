@@ -21,7 +21,7 @@ from shuffledp.accounting.certificates.segmented import error_bound
 from shuffledp.accounting.composition.compose import reports_from_json
 from shuffledp.baselines.subexp_shuffle import calibrate_subexp_shuffle
 from shuffledp.cli import main
-from shuffledp.cli.run._release import ReleaseContext, run_to_dict
+from shuffledp.release.document import ReleaseContext, run_to_dict
 from shuffledp.data.domains import check_domain_source
 from shuffledp.protocols.krr import KRRProtocol
 from shuffledp.protocols.segmented import LevelCounts, aggregate_levels

@@ -20,8 +20,8 @@ from shuffledp.cli._common import (
     positive_number,
     write_atomically,
 )
-from shuffledp.cli.run._release import ReleaseContext
-from shuffledp.cli.run.flip import flip_run_to_dict
+from shuffledp.release.document import ReleaseContext
+from shuffledp.release.runs import flip_run_to_dict
 from shuffledp.schemas import schema_id
 
 NAME = "demo"

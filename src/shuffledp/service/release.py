@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -45,81 +46,28 @@ import numpy as np
 from shuffledp._validation import ShuffleDPError
 from shuffledp.accounting.certificates.message_bounds import with_cap_delta
 from shuffledp.analyzers.augmented import AugmentedAnalyzer
-from shuffledp.cli.run._release import ReleaseContext, run_to_dict
-from shuffledp.cli.run.augmented import augmented_run_to_dict
-from shuffledp.cli.run.correlated import correlated_run_to_dict
-from shuffledp.cli.run.flip import flip_run_to_dict
 from shuffledp.privacy import ApproxDP, PrivacyReport
 from shuffledp.protocols.augmented import AugmentedProtocol
-from shuffledp.protocols.base import ProtocolRun
+from shuffledp.protocols.base import ProtocolRun, ShuffleProtocol
+from shuffledp.protocols.correlated import CorrelatedProtocol
 from shuffledp.protocols.flip import FlipProtocol
 from shuffledp.protocols.krr import KRRProtocol
+from shuffledp.release.document import ReleaseContext
+from shuffledp.release.runs import (
+    augmented_run_to_dict,
+    correlated_run_to_dict,
+    flip_run_to_dict,
+    krr_run_to_dict,
+)
 from shuffledp.service.store_protocols import AggregateTotals, AnalyzerStore
 from shuffledp.service.task import Task
 from shuffledp.specs import AugmentedSpec, CorrelatedSpec
 
-__all__ = ["NothingToPublishError", "build_release", "publish"]
+__all__ = ["NothingToPublishError", "build_release", "certified_protocol", "publish"]
 
 
 class NothingToPublishError(ShuffleDPError):
     """No batch has been aggregated: there is nothing a guarantee covers yet."""
-
-
-def _batch_assumption(task: Task, smallest: int) -> str:
-    """What the guarantee assumes about the users in each batch, by protocol."""
-    m = task.min_batch_users
-    if task.protocol == "augmented":
-        return (
-            f"the guarantee does not depend on how many users a batch holds (the smallest "
-            f"holds {smallest} submissions; the shuffler cuts none below {m}, "
-            "min_batch_users): it rests on the dummies the shuffler draws afresh for every "
-            "batch, so submissions an adversary makes itself do not weaken it"
-        )
-    if task.protocol == "correlated":
-        return (
-            f"each batch holds at least {m} users who follow the protocol and send all their "
-            f"noise shares (min_batch_users, the calibration's min_honest): each user's shares "
-            f"are NB(1/{m}, .) per bin and message kind, so {m} such users' shares add up to "
-            f"the noise the guarantee is certified for, and the guarantee is certified for "
-            f"exactly {m} such users; a batch's size counts every submission (the smallest "
-            f"batch holds {smallest}), and submissions an adversary makes itself, or users "
-            "who collude with the analyzer, count towards it but their noise shares protect "
-            "nobody; with fewer than that many honest users in a batch the guarantee does not "
-            "hold; honest users beyond the minimum only add noise (post-processing)"
-        )
-    return (
-        f"each batch holds at least {m} users who follow the protocol "
-        f"(min_batch_users), and the guarantee is certified for exactly {m} "
-        f"such users: a batch's size counts every submission (the smallest batch holds "
-        f"{smallest}), and submissions an adversary makes itself count towards it but hide "
-        "nobody; honest users beyond the minimum only add privacy (their reports could be "
-        "handed to the adversary: post-processing)"
-    )
-
-
-def _shuffler_assumption(task: Task) -> str:
-    """What the guarantee assumes of the shuffler, by protocol."""
-    if task.protocol == "augmented":
-        return (
-            "the shuffler draws each batch's dummies (and keeps each message with probability "
-            "beta) with the operating system's cryptographic generator, seals every dummy to "
-            "the analyzer's key exactly as the clients seal their messages, shuffles them "
-            "with the real messages, records nothing that tells them apart, and does not "
-            "reveal who sent which message or in which order"
-        )
-    if task.protocol == "correlated":
-        return (
-            "the shuffler is trusted: it does not reveal who sent which message, in which "
-            "order or how many messages each submission held (a correlated submission's "
-            "message count tells how much noise its user drew: not its value, but together "
-            "with the released counts it is not covered by the guarantee), and it does not "
-            "collude with the analyzer (who could then take each user's value message apart "
-            "from its noise shares)"
-        )
-    return (
-        "the shuffler is trusted: it does not reveal who sent which message, in which order "
-        "or how many messages each submission held, and it does not collude with the analyzer"
-    )
 
 
 def _context(task: Task, totals: AggregateTotals, smallest: int) -> ReleaseContext:
@@ -137,8 +85,8 @@ def _context(task: Task, totals: AggregateTotals, smallest: int) -> ReleaseConte
         one_each,
         "every user is in exactly one batch and its guarantee is that of its batch "
         "(the other batches do not depend on its value)",
-        _batch_assumption(task, smallest),
-        _shuffler_assumption(task),
+        task.spec.batch_assumption(task.min_batch_users, smallest),
+        task.spec.shuffler_assumption(),
     )
     notes = (
         f"parameters calibrated for batches of at least {task.min_batch_users} users "
@@ -178,7 +126,7 @@ def _with_message_bounds(report: PrivacyReport, task: Task) -> PrivacyReport:
         if lower is not None:
             lower = max(0.0, math.nextafter(lower - cost, -math.inf))
         parties = task.capped_parties()
-        who = f"{parties} users" if task.protocol in ("flip", "correlated") else "the dummy draw"
+        who = task.spec.capped_parties_description(parties)
         notes.append(
             f"delta includes {cost:.3g} for the message bounds: each of the {who} the "
             "certificate counts on exceeds its bound with probability at most 1e-30 and then "
@@ -208,17 +156,18 @@ def _correlated_release(
     """N⁺_j − N⁻_j over all batches; certified at min_batch_users users' noise."""
     d = task.domain_size
     statistic = np.asarray(totals.counts, dtype=np.int64).reshape(d, 2).T.copy()
-    spec = task.spec
-    assert isinstance(spec, CorrelatedSpec)
-    at_total = task.build_protocol(totals.n_users)
-    estimate = at_total.estimate(statistic, list(task.domain))
-    certified = spec.calibration_at(task.min_batch_users, d, task.epsilon, task.delta)
+    protocol = certified_protocol(task)
+    assert isinstance(protocol, CorrelatedProtocol)
+    certified = protocol.calibration
+    # The certificate does not depend on n: the calibration at N users is the same
+    # certificate with N's standard errors (no δ is evaluated again).
+    at_n = replace(certified, n=totals.n_users)
+    estimate = CorrelatedProtocol(at_n, labels=task.domain).estimate(statistic, list(task.domain))
     # The calibration's own assumption speaks of "m of the n users"; the service's
     # (each batch holds min_batch_users users who send their shares) replaces it.
     report = replace(certified.privacy_report(), assumptions=())
     report = _with_message_bounds(report, task)
     run = ProtocolRun("correlated", estimate, report, "message", totals.n_messages, statistic)
-    at_n = spec.calibration_at(totals.n_users, d, task.epsilon, task.delta)
     return correlated_run_to_dict(run, at_n, context)
 
 
@@ -226,11 +175,9 @@ def _augmented_release(
     task: Task, totals: AggregateTotals, context: ReleaseContext
 ) -> dict[str, Any]:
     """(c_j − B·E[z])/β over B batches; the certificate and trust model of the dummy law."""
-    spec = task.spec
-    assert isinstance(spec, AugmentedSpec)
-    certified = spec.calibration_at(
-        task.min_batch_users, task.domain_size, task.epsilon, task.delta
-    )
+    protocol = certified_protocol(task)
+    assert isinstance(protocol, AugmentedProtocol)
+    certified = protocol.calibration
     batches = totals.n_batches
     analyzer = AugmentedAnalyzer(
         totals.n_users,
@@ -258,6 +205,17 @@ def _augmented_release(
     return result
 
 
+@lru_cache(maxsize=64)
+def certified_protocol(task: Task) -> ShuffleProtocol:
+    """The task's protocol at ``min_batch_users`` users: its certificate, once per task.
+
+    Every release of a task is certified at the same n (the honest users each
+    batch holds), so the exact δ is computed at the first release and kept
+    with the task (a task is a frozen value) for every later one.
+    """
+    return task.build_protocol(task.min_batch_users)
+
+
 def build_release(task: Task, totals: AggregateTotals) -> dict[str, Any]:
     """Return the release for the aggregated totals, in ``shuffledp run``'s JSON shape.
 
@@ -270,9 +228,9 @@ def build_release(task: Task, totals: AggregateTotals) -> dict[str, Any]:
             f"least {task.min_batch_users} users has arrived"
         )
     context = _context(task, totals, totals.smallest_batch_users)
-    if task.protocol == "correlated":
+    if isinstance(task.spec, CorrelatedSpec):
         result = _correlated_release(task, totals, context)
-    elif task.protocol == "augmented":
+    elif isinstance(task.spec, AugmentedSpec):
         result = _augmented_release(task, totals, context)
     else:
         result = _local_randomizer_release(task, totals, context)
@@ -293,7 +251,7 @@ def _local_randomizer_release(
     at_total = task.build_protocol(totals.n_users)
     estimate = at_total.estimate(totals.counts, labels)
     # Certified at the honest users the task promises, not at the batch's submissions.
-    certified = task.build_protocol(task.min_batch_users)
+    certified = certified_protocol(task)
     if isinstance(certified, FlipProtocol):
         flip_cal = replace(certified.calibration, method=task.calibration, target_delta=task.delta)
         run = ProtocolRun(
@@ -315,15 +273,8 @@ def _local_randomizer_release(
         totals.n_messages,
         totals.counts,
     )
-    return run_to_dict(
-        run,
-        context,
-        target_delta=task.delta,
-        calibration=krr_cal.method,
-        parameters={**at_total.parameters(), "calibration": task.calibration},
-        notes=krr_cal.notes,
-        local_epsilon=krr_cal.epsilon0,
-    )
+    parameters = {**at_total.parameters(), "calibration": task.calibration}
+    return krr_run_to_dict(run, krr_cal, parameters, context)
 
 
 def publish(task: Task, store: AnalyzerStore) -> dict[str, Any]:

@@ -192,6 +192,29 @@ class AugmentedSpec(ProtocolSpec):
 
         return max_dummies_per_batch(domain_size, self.dummy_law())
 
+    def batch_assumption(self, min_batch_users: int, smallest: int) -> str:
+        """None on the batch's users: the shuffler's fresh dummies carry the guarantee."""
+        return (
+            f"the guarantee does not depend on how many users a batch holds (the smallest "
+            f"holds {smallest} submissions; the shuffler cuts none below {min_batch_users}, "
+            "min_batch_users): it rests on the dummies the shuffler draws afresh for every "
+            "batch, so submissions an adversary makes itself do not weaken it"
+        )
+
+    def shuffler_assumption(self) -> str:
+        """The shuffler draws, seals and hides the dummies (the augmented trust model)."""
+        return (
+            "the shuffler draws each batch's dummies (and keeps each message with probability "
+            "beta) with the operating system's cryptographic generator, seals every dummy to "
+            "the analyzer's key exactly as the clients seal their messages, shuffles them "
+            "with the real messages, records nothing that tells them apart, and does not "
+            "reveal who sent which message or in which order"
+        )
+
+    def capped_parties_description(self, parties: int) -> str:
+        """The shuffler's one draw of a batch's dummies."""
+        return "the dummy draw"
+
     def check_task(
         self,
         *,

@@ -200,6 +200,34 @@ class ProtocolSpec(ABC):
         analyzer.
         """
 
+    def batch_assumption(self, min_batch_users: int, smallest: int) -> str:
+        """What a service release's guarantee assumes about the users of each batch.
+
+        By default (a local randomizer amplified by the shuffle): at least
+        ``min_batch_users`` users of each batch follow the protocol.
+        """
+        m = min_batch_users
+        return (
+            f"each batch holds at least {m} users who follow the protocol "
+            f"(min_batch_users), and the guarantee is certified for exactly {m} "
+            f"such users: a batch's size counts every submission (the smallest batch holds "
+            f"{smallest}), and submissions an adversary makes itself count towards it but hide "
+            "nobody; honest users beyond the minimum only add privacy (their reports could be "
+            "handed to the adversary: post-processing)"
+        )
+
+    def shuffler_assumption(self) -> str:
+        """What a service release's guarantee assumes of the shuffler (by default: trusted)."""
+        return (
+            "the shuffler is trusted: it does not reveal who sent which message, in which order "
+            "or how many messages each submission held, and it does not collude with the "
+            "analyzer"
+        )
+
+    def capped_parties_description(self, parties: int) -> str:
+        """Who the ``parties`` that :meth:`capped_parties` counts are (by default: users)."""
+        return f"{parties} users"
+
     def check_task(
         self,
         *,

@@ -154,6 +154,32 @@ class CorrelatedSpec(ProtocolSpec):
         """Every client of a batch may exceed the bound (and then does not submit)."""
         return check_int(min_batch_users, "min_batch_users", minimum=1)
 
+    def batch_assumption(self, min_batch_users: int, smallest: int) -> str:
+        """At least m = ``min_batch_users`` users of each batch send all their noise shares."""
+        m = min_batch_users
+        return (
+            f"each batch holds at least {m} users who follow the protocol and send all their "
+            f"noise shares (min_batch_users, the calibration's min_honest): each user's shares "
+            f"are NB(1/{m}, .) per bin and message kind, so {m} such users' shares add up to "
+            f"the noise the guarantee is certified for, and the guarantee is certified for "
+            f"exactly {m} such users; a batch's size counts every submission (the smallest "
+            f"batch holds {smallest}), and submissions an adversary makes itself, or users "
+            "who collude with the analyzer, count towards it but their noise shares protect "
+            "nobody; with fewer than that many honest users in a batch the guarantee does not "
+            "hold; honest users beyond the minimum only add noise (post-processing)"
+        )
+
+    def shuffler_assumption(self) -> str:
+        """The shuffler is trusted, and hides each submission's message count too."""
+        return (
+            "the shuffler is trusted: it does not reveal who sent which message, in which "
+            "order or how many messages each submission held (a correlated submission's "
+            "message count tells how much noise its user drew: not its value, but together "
+            "with the released counts it is not covered by the guarantee), and it does not "
+            "collude with the analyzer (who could then take each user's value message apart "
+            "from its noise shares)"
+        )
+
     def check_task(
         self,
         *,

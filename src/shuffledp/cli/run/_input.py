@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from shuffledp.cli._choices import DEFAULT_NA_VALUES
 from shuffledp.cli.run._domain import declared_domain
 from shuffledp.cli.run._memory import check_before_messages, check_before_reading
-from shuffledp.cli.run._release import ReleaseContext
+from shuffledp.release.document import ReleaseContext
 
 if TYPE_CHECKING:  # the parser is built without numpy and the protocols (lazy imports)
     import numpy as np

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.cli._choices import AUGMENTED_CALIBRATIONS, AUGMENTED_VARIANTS
@@ -12,13 +12,11 @@ from shuffledp.cli._common import checked, integer_at_least, number
 from shuffledp.cli.run._input import load_input
 from shuffledp.cli.run._options import add_run_options, prepare_run
 from shuffledp.cli.run._output import finish_run
-from shuffledp.cli.run._release import ReleaseContext, run_to_dict
-from shuffledp.schemas import schema_id
+from shuffledp.release.runs import augmented_run_to_dict
 
 if TYPE_CHECKING:
     from shuffledp.accounting.certificates.augmented import Variant
-    from shuffledp.protocols.augmented import AugmentedCalibration, Calibration
-    from shuffledp.protocols.base import ProtocolRun
+    from shuffledp.protocols.augmented import Calibration
 
 NAME = "augmented"
 HELP = "augmented shuffle: one plain message per user, the shuffler adds the noise"
@@ -109,29 +107,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_options(parser)
     add_augmented_arguments(parser)
     parser.set_defaults(handler=execute)
-
-
-def augmented_run_to_dict(
-    run: ProtocolRun,
-    calibration: AugmentedCalibration,
-    parameters: dict[str, Any],
-    context: ReleaseContext,
-) -> dict[str, Any]:
-    """Return the JSON result of an augmented run (schema ``augmented-release``)."""
-    result = run_to_dict(
-        run,
-        context,
-        target_delta=calibration.target_delta,
-        calibration=calibration.method,
-        parameters=parameters,
-        notes=(
-            *calibration.notes,
-            "each user sent exactly one message; messages counts the kept ones and the "
-            "shuffler's dummies",
-        ),
-    )
-    result["schema"] = schema_id("augmented-release")
-    return result
 
 
 def execute(args: argparse.Namespace) -> int:

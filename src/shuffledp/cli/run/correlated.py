@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from shuffledp._validation import check_epsilon
 from shuffledp.cli._choices import CORRELATED_DEFAULT_SLACK, CORRELATED_NEIGHBOURS
@@ -12,12 +12,10 @@ from shuffledp.cli._common import checked, positive_number
 from shuffledp.cli.run._input import load_input
 from shuffledp.cli.run._options import add_run_options, prepare_run
 from shuffledp.cli.run._output import finish_run
-from shuffledp.cli.run._release import ReleaseContext, run_to_dict
-from shuffledp.schemas import schema_id
+from shuffledp.release.runs import correlated_run_to_dict
 
 if TYPE_CHECKING:
-    from shuffledp.protocols.base import ProtocolRun
-    from shuffledp.protocols.correlated import CorrelatedCalibration, MinHonest
+    from shuffledp.protocols.correlated import MinHonest
 
 NAME = "correlated"
 HELP = "signed messages with correlated noise: near-central error"
@@ -90,38 +88,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_options(parser)
     add_correlated_arguments(parser)
     parser.set_defaults(handler=execute)
-
-
-def correlated_run_to_dict(
-    run: ProtocolRun, calibration: CorrelatedCalibration, context: ReleaseContext
-) -> dict[str, Any]:
-    """Return the JSON result of a correlated run (schema ``correlated-release``)."""
-    result = run_to_dict(
-        run,
-        context,
-        target_delta=calibration.target_delta,
-        calibration=calibration.method,
-        parameters={
-            "a": calibration.a,
-            "alpha": calibration.alpha,
-            "flood_r": calibration.flood_r,
-            "flood_q": calibration.flood_q,
-            "min_honest": calibration.min_honest,
-            "neighbours": calibration.neighbours,
-            "slack": calibration.slack,
-            "calibration": calibration.method,
-        },
-        notes=calibration.notes,
-        expected_messages_per_user=calibration.expected_messages_per_user,
-    )
-    result["schema"] = schema_id("correlated-release")
-    result["accuracy"] = {
-        "per_bin_std": calibration.per_bin_std_all_users,
-        "per_bin_std_min_honest": calibration.per_bin_std,
-        "central_std": calibration.central_std,
-        "std_ratio": calibration.std_ratio,
-    }
-    return result
 
 
 def execute(args: argparse.Namespace) -> int:

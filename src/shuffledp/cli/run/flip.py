@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from shuffledp._validation import check_int
 from shuffledp.cli._choices import FLIP_CALIBRATION_METHODS, FLIP_DEFAULT_FAKE_USERS
@@ -11,11 +11,10 @@ from shuffledp.cli._common import checked, integer_at_least
 from shuffledp.cli.run._input import load_input
 from shuffledp.cli.run._options import add_run_options, prepare_run
 from shuffledp.cli.run._output import finish_run
-from shuffledp.cli.run._release import ReleaseContext, run_to_dict
+from shuffledp.release.runs import flip_run_to_dict
 
 if TYPE_CHECKING:
-    from shuffledp.protocols.base import ProtocolRun
-    from shuffledp.protocols.flip import FlipCalibration
+    pass
 
 NAME = "flip"
 HELP = "FLIP: bit flipping plus fake users"
@@ -51,26 +50,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_options(parser)
     add_flip_arguments(parser, fake_users_note="; the paper calibration may need more and says so")
     parser.set_defaults(handler=execute)
-
-
-def flip_run_to_dict(
-    run: ProtocolRun, calibration: FlipCalibration, context: ReleaseContext
-) -> dict[str, Any]:
-    """Return the JSON result of a FLIP run."""
-    return run_to_dict(
-        run,
-        context,
-        target_delta=calibration.target_delta,
-        calibration=calibration.method,
-        parameters={
-            "q": calibration.q,
-            "k": calibration.fake_users,
-            "calibration": calibration.method,
-            "local_epsilon": calibration.local_epsilon,
-        },
-        notes=calibration.notes,
-        expected_messages_per_user=calibration.expected_messages_per_user,
-    )
 
 
 def execute(args: argparse.Namespace) -> int:

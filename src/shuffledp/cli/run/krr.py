@@ -10,7 +10,7 @@ from shuffledp.cli._common import checked, positive_number
 from shuffledp.cli.run._input import load_input
 from shuffledp.cli.run._options import add_run_options, prepare_run
 from shuffledp.cli.run._output import finish_run
-from shuffledp.cli.run._release import run_to_dict
+from shuffledp.release.runs import krr_run_to_dict
 
 NAME = "krr"
 HELP = "k-randomized response, one message per user"
@@ -62,15 +62,7 @@ def execute(args: argparse.Namespace) -> int:
         )
     run = data.run(protocol, args.path)
     cal = protocol.calibration
-    result = run_to_dict(
-        run,
-        data.context,
-        target_delta=delta,
-        calibration=cal.method,
-        parameters=protocol.parameters(),
-        notes=cal.notes,
-        local_epsilon=cal.epsilon0,
-    )
+    result = krr_run_to_dict(run, cal, protocol.parameters(), data.context)
     title = (
         f"k-RR ({args.estimator}) estimate of {args.column!r} "
         f"(n={data.n}, ε={epsilon:g}, δ={run.privacy.delta:.2g}, ε₀={cal.epsilon0:.3g})"

@@ -36,8 +36,8 @@ from shuffledp.cli._common import (
     writable,
     write_atomically,
 )
-from shuffledp.cli.run._release import ReleaseContext
 from shuffledp.data.domains import builtin_domain, builtin_domain_names, parse_domain
+from shuffledp.release.document import ReleaseContext
 from shuffledp.schemas import schema_id
 
 if TYPE_CHECKING:

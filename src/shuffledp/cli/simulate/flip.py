@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from shuffledp.cli.run._release import ReleaseContext
-from shuffledp.cli.run.flip import add_flip_arguments, fake_users_option, flip_run_to_dict
+from shuffledp.cli.run.flip import add_flip_arguments, fake_users_option
 from shuffledp.cli.simulate._shared import (
     add_simulate_options,
     prepare_simulation,
     run_simulation,
 )
+from shuffledp.release.document import ReleaseContext
+from shuffledp.release.runs import flip_run_to_dict
 
 if TYPE_CHECKING:
     from shuffledp.protocols.base import ProtocolRun

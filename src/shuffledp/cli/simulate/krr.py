@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from shuffledp.cli.run._release import ReleaseContext, run_to_dict
 from shuffledp.cli.run.krr import add_krr_arguments, epsilon0_option
 from shuffledp.cli.simulate._shared import (
     add_simulate_options,
     prepare_simulation,
     run_simulation,
 )
+from shuffledp.release.document import ReleaseContext, run_to_dict
 
 if TYPE_CHECKING:
     from shuffledp.protocols.base import ProtocolRun

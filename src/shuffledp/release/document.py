@@ -2,10 +2,10 @@
 
 :func:`run_to_dict` turns a protocol run and its :class:`ReleaseContext` (where
 the data and the domain came from, what the guarantee assumes and does not
-cover) into the JSON document; the protocol modules add their parameters.
-The FLIP, k-RR, correlated and augmented releases of ``run``, ``simulate``,
-``demo`` and the services (:mod:`shuffledp.service.release`) are built with it;
-``run segmented`` and ``run per-user`` build their own.
+cover) into the JSON document; :mod:`shuffledp.release.runs` adds each protocol's
+parameters. The FLIP, k-RR, correlated and augmented releases of ``run``,
+``simulate``, ``demo`` and the services (:mod:`shuffledp.service.release`)
+are built with it; ``run segmented`` and ``run per-user`` build their own.
 """
 
 from __future__ import annotations
