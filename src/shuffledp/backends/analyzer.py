@@ -71,8 +71,10 @@ def check_dataset(task: Task, dataset: MessageDataset) -> None:
                 f"min_batch_users={task.min_batch_users}: its guarantee is not certified, "
                 "refusing to aggregate"
             )
-        if batch.n_messages > batch.n_users * task.max_messages_per_submission or (
-            task.protocol == "krr" and batch.n_messages != batch.n_users
+        if not (
+            batch.n_users * task.spec.fewest_messages_per_user()
+            <= batch.n_messages
+            <= batch.n_users * task.max_messages_per_submission
         ):
             raise DataError(
                 f"batch {batch.batch_id}: {batch.n_messages} messages cannot come from "

@@ -95,6 +95,7 @@ from shuffledp.service.store_protocols import (
 )
 from shuffledp.service.task import MAX_BATCH_USERS, Task, is_id
 from shuffledp.service.wire import CIPHERTEXT_LENGTH, MessageOpener, WireError, b64decode_exact
+from shuffledp.specs import AugmentedSpec
 
 __all__ = [
     "Aggregator",
@@ -202,7 +203,7 @@ def parse_batch(data: Any, task: Task, *, max_batch_users: int | None = None) ->
         raise RejectedError(
             422, "implausible_batch", f"{n_messages} messages cannot come from {n_users} users"
         )
-    if task.protocol == "augmented":
+    if isinstance(task.spec, AugmentedSpec):
         from shuffledp.service.dummy_check import DUMMY_CHECK_TAIL, task_fewest_messages
 
         with_dummies = task_fewest_messages(task, n_users)

@@ -101,6 +101,7 @@ from shuffledp.service.wire import (
     b64encode,
 )
 from shuffledp.shuffler.uniform import secure_permutation
+from shuffledp.specs import AugmentedSpec
 
 __all__ = [
     "BATCH_FORMAT",
@@ -179,7 +180,7 @@ def batch_permutation(task: Task) -> Callable[[bytes], bytes]:
     augmented protocol a :class:`~shuffledp.service.augment.DummyAugmenter`
     (β-sampling, the dummies sealed to the analyzer, then the permutation).
     """
-    if task.protocol == "augmented":
+    if isinstance(task.spec, AugmentedSpec):
         from shuffledp.service.augment import DummyAugmenter
 
         return DummyAugmenter(task)
@@ -258,7 +259,7 @@ def parse_submissions(
         raise RejectedError(
             413, "too_many_submissions", f"at most {max_submissions} submissions per request"
         )
-    low = 0 if task.protocol == "flip" else 1  # a FLIP user may send nothing, others their value
+    low = task.spec.fewest_messages_per_submission()  # FLIP: none; the others: the value
     high = task.max_messages_per_submission
     needs_token = task.one_submission_per_client
     if not needs_token:

@@ -181,9 +181,16 @@ class ProtocolSpec(ABC):
     def capped_parties(self, min_batch_users: int) -> int:
         """How many parties the certificate counts on could exceed a message bound."""
 
-    def fewest_messages_per_user(self) -> int:
-        """The fewest messages a batch's analyzer can receive per honest user (1 by default)."""
+    def fewest_messages_per_submission(self) -> int:
+        """The fewest messages an honest client sends (1 by default: its value)."""
         return 1
+
+    def fewest_messages_per_user(self) -> int:
+        """The fewest messages a batch's analyzer can receive per honest user.
+
+        By default what the client sends (:meth:`fewest_messages_per_submission`).
+        """
+        return self.fewest_messages_per_submission()
 
     def max_dummies_per_batch(self, domain_size: int) -> int:
         """The most dummies the shuffler adds to a batch (none unless the shuffler adds noise)."""

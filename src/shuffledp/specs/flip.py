@@ -108,7 +108,7 @@ class FlipSpec(ProtocolSpec):
 
         return FlipRandomizer(domain_size, self.q, self.fake_users)
 
-    def fewest_messages_per_user(self) -> int:
+    def fewest_messages_per_submission(self) -> int:
         """0: a user whose bits all come out 0 sends nothing."""
         return 0
 

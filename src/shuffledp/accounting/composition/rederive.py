@@ -35,7 +35,8 @@ The certificates (:func:`certificate_for`), one per method the package writes:
 Each certificate is also for one neighbouring relation, which the report must
 state. A release of the analyzer service adds to its certificate's δ what its
 message bounds cost
-(:func:`shuffledp.accounting.certificates.message_bounds.honest_cap_delta` for the parties :func:`message_bound_parties` counts), exactly as the analyzer
+(:func:`shuffledp.accounting.certificates.message_bounds.honest_cap_delta` for
+the parties :func:`message_bound_parties` counts), exactly as the analyzer
 does; its re-derivation adds it too. Methods without a certificate here
 (another library's, a composed report) give ``None``: the caller decides
 whether such a stated guarantee may enter (:mod:`.compose` refuses one read

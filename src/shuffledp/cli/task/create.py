@@ -259,7 +259,7 @@ def execute(args: argparse.Namespace) -> int:
             "calibrated for the rest",
             file=sys.stderr,
         )
-    if task.protocol == "augmented":
+    if task.max_dummies_per_batch() > 0:
         print(
             f"the shuffler adds about {task.domain_size * task.dummy_law().mean:.1f} sealed "
             f"dummies per batch (at most {task.max_dummies_per_batch()})",
