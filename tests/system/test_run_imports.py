@@ -31,14 +31,18 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.__std
 """
 
 #: The protocol and randomizer modules each command may load: its own, and the ones
-#: its protocol is built on (the segmented protocol counts levels with k-RR).
+#: its protocol is built on (the contract in base, which prepares values with values;
+#: the segmented protocol counts levels with k-RR in segmented_levels).
 OWN: dict[str, tuple[set[str], set[str]]] = {
-    "flip": ({"base", "flip"}, {"bitflip"}),
-    "krr": ({"base", "krr"}, {"krr"}),
-    "correlated": ({"base", "correlated"}, {"correlated"}),
-    "augmented": ({"base", "augmented"}, {"augmented"}),
-    "segmented": ({"base", "krr", "segmented"}, {"krr", "poisson"}),
-    "per-user": ({"per_user"}, {"laplace"}),
+    "flip": ({"base", "values", "flip"}, {"bitflip"}),
+    "krr": ({"base", "values", "krr"}, {"krr"}),
+    "correlated": ({"base", "values", "correlated"}, {"correlated"}),
+    "augmented": ({"base", "values", "augmented"}, {"augmented"}),
+    "segmented": (
+        {"base", "values", "krr", "segmented", "segmented_levels"},
+        {"krr", "poisson"},
+    ),
+    "per-user": ({"base", "values", "per_user"}, {"laplace"}),
 }
 
 #: What a FLIP run must not load (with its sub-modules): the issue's two, and the rest
