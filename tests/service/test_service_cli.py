@@ -227,7 +227,7 @@ def test_demo_deploy(tmp_path):
     assert release["parameters"]["seed"] == 1
     assert any("seeded" in item for item in release["privacy"]["not_covered"])
     assert release["privacy"]["covers_release"] is False
-    q, k = release["parameters"]["q"], release["parameters"]["k"]
+    q, k = release["parameters"]["q"], release["parameters"]["fake_users"]
     truth = np.asarray(release["true_counts"], dtype=float)
     se = math.sqrt(2000 * (1 + k) * q * (1 - q)) / (1 - 2 * q)
     z = (np.asarray(release["estimate"]["counts"]) - truth) / se

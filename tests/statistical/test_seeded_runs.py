@@ -190,7 +190,7 @@ def test_seeded_demo_is_unbiased(tmp_path, capsys):
     # vectors, every bit flipped w.p. q. Bit j is set w.p. 1 − q in the truth_j vectors
     # holding it and w.p. q in the other n(1 + k) − truth_j: each a Bernoulli of variance
     # q(1 − q), and the debiased count divides by 1 − 2q.
-    q, k = result["parameters"]["q"], result["parameters"]["k"]
+    q, k = result["parameters"]["q"], result["parameters"]["fake_users"]
     n = int(truth.sum())
     var = n * (1 + k) * q * (1 - q) / (1 - 2 * q) ** 2
     z = (counts - truth) / np.sqrt(var)

@@ -230,7 +230,7 @@ def test_every_release_composes_with_itself(kind, made, capsys):
     assert eps_c <= 2 * epsilon * (1 + 1e-12)  # never worse than basic composition
     method = privacy["method"]
     if method == "flip-exact-fake-blanket":
-        one = flip_delta(eps_c, privacy["parameters"]["q"], privacy["parameters"]["k"],
+        one = flip_delta(eps_c, privacy["parameters"]["q"], privacy["parameters"]["fake_users"],
                          privacy["n"])  # fmt: skip
         assert one <= delta_c  # two releases leak at least what one does
         assert eps_c < 2 * epsilon  # the dominating pair beats basic composition

@@ -438,7 +438,7 @@ _DELETE = object()
         ("run flip", "extra", 1, "'extra' was unexpected"),
         ("run flip", "estimate/counts/0", "12", "estimate/counts/0"),
         ("run flip", "parameters/q", _DELETE, "'q' is a required"),
-        ("run flip", "schema", "urn:shuffledp:schema:simulation:1", "schema"),
+        ("run flip", "schema", "urn:shuffledp:schema:simulation:2", "schema"),
         (
             "analyzer publish",
             "input",
@@ -475,7 +475,7 @@ def test_validate_needs_a_known_schema(documents) -> None:
     with pytest.raises(SchemaValidationError, match="no 'schema' key"):
         validate(_mutated(release, lambda d: d.pop("schema")))
     with pytest.raises(SchemaValidationError, match="a different major version"):
-        validate(_mutated(release, _set("schema", f"{SCHEMA_PREFIX}release:2")))
+        validate(_mutated(release, _set("schema", f"{SCHEMA_PREFIX}release:3")))
     with pytest.raises(SchemaValidationError, match="no schema named 'releases'"):
         validate(release, "releases")
     validate(release, "release")

@@ -15,8 +15,10 @@ values. Two things may legitimately differ and are listed below, explicitly:
 
 - ``IGNORED``: fields that change from one version or one execution to the
   next (the version string, wall-clock durations);
-- ``RENAMED``: a field deliberately renamed, old path -> new path; the fixture
-  is rewritten accordingly before comparing. Empty until a rename is made.
+- ``RENAMED``: a field deliberately renamed, old path -> new path, and
+  ``CHANGED_VALUES``: a value deliberately changed (a schema's major version);
+  the fixture is rewritten accordingly before comparing. CHANGELOG.md states
+  each.
 
 Each case runs in its own temporary directory holding copies of its inputs,
 under their bare names, so the paths a document records (``input.file``) are
@@ -68,7 +70,30 @@ IGNORED: tuple[tuple[str, str], ...] = (
 #: Deliberate renames: (fixture file pattern, old JSON path) -> new JSON path.
 #: The value found at the old path of a matching fixture is moved to the new path
 #: before comparing. E.g. {("run-flip*.json", "parameters/k"): "parameters/fake_users"}.
-RENAMED: dict[tuple[str, str], str] = {}
+RENAMED: dict[tuple[str, str], str] = {
+    # Issue 25: FLIP's fake users are `fake_users` everywhere (`k` is k-RR's domain size).
+    **{
+        (pattern, f"{where}/k"): f"{where}/fake_users"
+        for pattern in ("run-flip*.json", "simulate-flip.json", "demo.json")
+        for where in ("parameters", "privacy/parameters")
+    },
+    ("account-flip.json", "exact/k"): "exact/fake_users",
+    ("account-flip.json", "paper/k"): "paper/fake_users",
+    **{
+        ("api-runs.json", f"{run}/privacy/parameters/k"): f"{run}/privacy/parameters/fake_users"
+        for run in ("flip-count", "flip-fixed-q", "flip-labels")
+    },
+}
+
+#: Deliberate changes of a value: (fixture file pattern, JSON path, old value) -> new
+#: value, applied to the fixture before comparing (a value elsewhere is compared as it is).
+CHANGED_VALUES: dict[tuple[str, str, str], Any] = {
+    # Issue 25: the documents that held FLIP's `k` have a new major version.
+    ("*", "schema", "urn:shuffledp:schema:release:1"): "urn:shuffledp:schema:release:2",
+    ("*", "schema", "urn:shuffledp:schema:simulation:1"): "urn:shuffledp:schema:simulation:2",
+    ("*", "schema", "urn:shuffledp:schema:demo:1"): "urn:shuffledp:schema:demo:2",
+    ("*", "schema", "urn:shuffledp:schema:account-flip:1"): "urn:shuffledp:schema:account-flip:2",
+}
 
 #: Commands run at most this many at a time (the machine's two cores).
 WORKERS = 2
@@ -372,6 +397,15 @@ def _apply_renames(name: str, document: Any) -> None:
             target[last] = value
 
 
+def _apply_value_changes(name: str, document: Any) -> None:
+    for (pattern, path, old), new in CHANGED_VALUES.items():
+        if not fnmatch.fnmatch(name, pattern):
+            continue
+        for container, key in list(_matches(document, _split(path))):
+            if container[key] == old:
+                container[key] = new
+
+
 def _differences(old: Any, new: Any, path: str = "") -> Iterator[str]:
     """Every path where two parsed documents differ (exact values, types included)."""
     if isinstance(old, dict) and isinstance(new, dict):
@@ -402,6 +436,7 @@ def compare(name: str, fixture_text: str, new_text: str) -> list[str]:
         return [] if fixture_text == new_text else [f"{name}: the text differs"]
     old, new = json.loads(fixture_text), json.loads(new_text)
     _apply_renames(name, old)
+    _apply_value_changes(name, old)
     _drop_ignored(name, old)
     _drop_ignored(name, new)
     return list(_differences(old, new))
@@ -439,6 +474,12 @@ def test_ignored_and_renamed_do_what_they_say() -> None:
         assert compare("x.json", '{"p": {"old": 2}}', '{"p": {"new": 3}}') != []
     finally:
         del RENAMED[("x.json", "p/old")]
+    CHANGED_VALUES[("x.json", "s", "v1")] = "v2"
+    try:
+        assert compare("x.json", '{"s": "v1", "t": "v1"}', '{"s": "v2", "t": "v1"}') == []
+        assert compare("x.json", '{"s": "v1", "t": "v1"}', '{"s": "v2", "t": "v2"}') != []
+    finally:
+        del CHANGED_VALUES[("x.json", "s", "v1")]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])

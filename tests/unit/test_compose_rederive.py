@@ -268,7 +268,7 @@ def test_a_service_release_charges_its_message_bounds() -> None:
         document["privacy"]["epsilon"], document["privacy"]["delta"]
     )
     params = document["privacy"]["parameters"]
-    bare = flip_delta(1.0, params["q"], params["k"], N)
+    bare = flip_delta(1.0, params["q"], params["fake_users"], N)
     # stated without the message bounds' cost: below the re-derived delta by less than the
     # tolerance, so it enters at the re-derived one, which holds the cost: (1 + e)·N·2·1e-30
     # rounded up, recomputed here in exact arithmetic with e > 2.718
@@ -337,3 +337,18 @@ def test_a_correlated_add_remove_report_needs_its_domain_size() -> None:
     release["privacy"]["delta"] = report.delta / 10
     with pytest.raises(InvalidParameterError, match="d=3, min_honest=1000 gives delta"):
         reports_from_json([release])
+
+
+def test_flip_fake_users_are_read_under_both_names_and_must_agree() -> None:
+    """0.2's releases call FLIP's fake users ``k``; this version writes ``fake_users``."""
+    old = flip()  # parameters {"q", "k"} as 0.2 wrote them
+    new = flip(parameters={"q": Q, "fake_users": K, "calibration": "exact"})
+    assert rd.flip_fake_users(rd.FLIP_METHOD, old.parameters) == K
+    assert rd.flip_fake_users(rd.FLIP_METHOD, new.parameters) == K
+    (old_report, old_basis) = rd.rederive(old, where="old") or (None, "")
+    (new_report, new_basis) = rd.rederive(new, where="new") or (None, "")
+    assert old_report is not None and new_report is not None
+    assert old_report.guarantee == new_report.guarantee and old_basis == new_basis
+    both = {"q": Q, "fake_users": K, "k": K + 1}
+    with pytest.raises(InvalidParameterError, match="fake_users 10 and k 11|name the same"):
+        rd.flip_fake_users(rd.FLIP_METHOD, both)

@@ -313,7 +313,7 @@ def test_flip_for_the_data_reports_the_certificate_at_its_n(frame):
     on_run = FlipProtocol.calibrated(n=None, domain=OS, epsilon=1.0, delta=1e-6)
     for users in (37, 800):
         run = on_run.run(frame["os"].str.strip().str.casefold()[:users], path="count", seed=1)
-        q, k = run.privacy.parameters["q"], run.privacy.parameters["k"]
+        q, k = run.privacy.parameters["q"], run.privacy.parameters["fake_users"]
         assert run.privacy.n == users
         assert run.privacy.delta == flip_delta(1.0, q, k, users) <= 1e-6
 

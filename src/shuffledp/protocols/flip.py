@@ -139,7 +139,7 @@ class FlipCalibration:
         return certified_report(
             self,
             FLIP_PRIVACY_METHOD,
-            parameters={"q": self.q, "k": self.fake_users, "calibration": self.method},
+            parameters={"q": self.q, "fake_users": self.fake_users, "calibration": self.method},
             notes=(
                 "exact hockey-stick divergence of the two bin counts a moving user "
                 "touches, with only the n*k fake reports as background (valid for "
@@ -153,7 +153,7 @@ class FlipCalibration:
         return {
             "method": self.method,
             "q": self.q,
-            "k": self.fake_users,
+            "fake_users": self.fake_users,
             "epsilon": self.epsilon,
             "target_delta": self.target_delta,
             "delta": self.delta,
@@ -456,10 +456,10 @@ class FlipProtocol(CalibratedProtocol[FlipCalibration, FlipRandomizer]):
         return self.analyzer.estimate(statistic, domain)
 
     def parameters(self) -> dict[str, Any]:
-        """q, k and the calibration method."""
+        """q, the fake users per user and the calibration method."""
         return {
             "q": self.calibration.q,
-            "k": self.calibration.fake_users,
+            "fake_users": self.calibration.fake_users,
             "calibration": self.calibration.method,
             "local_epsilon": self.calibration.local_epsilon,
         }

@@ -43,7 +43,7 @@ def flip_run_to_dict(
         calibration=calibration.method,
         parameters={
             "q": calibration.q,
-            "k": calibration.fake_users,
+            "fake_users": calibration.fake_users,
             "calibration": calibration.method,
             "local_epsilon": calibration.local_epsilon,
         },

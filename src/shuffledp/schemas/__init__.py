@@ -45,16 +45,16 @@ SCHEMA_PREFIX = "urn:shuffledp:schema:"
 
 #: The major version of every shipped schema, by name (the file is ``NAME.schema.json``).
 SCHEMA_VERSIONS: Mapping[str, int] = {
-    "defs": 1,
-    "release": 1,
-    "simulation": 1,
-    "demo": 1,
+    "defs": 2,
+    "release": 2,
+    "simulation": 2,
+    "demo": 2,
     "segmented-release": 2,
     "per-user-report": 2,
     "account-bounds": 1,
     "account-calibrate": 1,
     "account-compose": 1,
-    "account-flip": 1,
+    "account-flip": 2,
     "account-krr": 1,
     "account-segmented": 2,
     "correlated-release": 1,

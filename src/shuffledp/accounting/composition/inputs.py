@@ -37,7 +37,12 @@ from shuffledp.accounting.composition.pld import (
     flip_dominating_pair,
     krr_dominating_pair,
 )
-from shuffledp.accounting.composition.rederive import FLIP_METHOD, KRR_METHOD, number_parameter
+from shuffledp.accounting.composition.rederive import (
+    FLIP_METHOD,
+    KRR_METHOD,
+    flip_fake_users,
+    number_parameter,
+)
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 
 __all__ = [
@@ -72,7 +77,7 @@ def _certificate_parameters(report: PrivacyReport) -> dict[str, Any] | None:
     """Validated parameters of a known certificate, or ``None`` for another method."""
     if report.method == FLIP_CERTIFICATE_METHOD:
         q = check_flip_probability(_parameter(report, "q", integer=False))
-        k = check_int(_parameter(report, "k", integer=True), "k", minimum=0)
+        k = flip_fake_users(report.method, report.parameters)
         return {"q": q, "fake_users": k, "n": report.n}
     if report.method == KRR_CERTIFICATE_METHOD:
         epsilon0 = check_epsilon(_parameter(report, "epsilon0", integer=False), "epsilon0")
@@ -87,7 +92,7 @@ def dominating_pair(
     """Return a pair dominating the mechanism behind ``report``, or ``None`` if unknown.
 
     * ``flip-exact-fake-blanket``: :func:`shuffledp.accounting.composition.pld.flip_dominating_pair`
-      with parameters ``q`` and ``k`` (fake users per user) and ``report.n``.
+      with parameters ``q`` and ``fake_users`` (``k`` in releases of 0.2) and ``report.n``.
     * ``krr-blanket``: :func:`shuffledp.accounting.composition.pld.krr_dominating_pair` with
       parameters ``epsilon0`` and ``k`` (domain size) and ``report.n``; its blocks
       are refined at ε = 0, ε/4, ε/2 and ε (ε = ``report.epsilon``) unless

@@ -171,6 +171,28 @@ def number_parameter(
     return int(number) if integer else number
 
 
+def flip_fake_users(method: str, parameters: Mapping[str, Any]) -> int:
+    """A FLIP report's fake users per user: ``fake_users``, or ``k`` as 0.2 wrote it.
+
+    Releases of shuffledp 0.2 (schema ``release:1`` and the documents built on
+    it) called FLIP's fake users ``k``; this version writes ``fake_users`` (``k``
+    is k-RR's domain size). A report holding both must hold the same number.
+
+    Raises:
+        InvalidParameterError: If neither is an integer, or both are and differ.
+    """
+    if "fake_users" in parameters:
+        fake_users = number_parameter(method, parameters, "fake_users", integer=True)
+        if "k" in parameters and parameters["k"] != fake_users:
+            raise InvalidParameterError(
+                f"a {method!r} report states fake_users {fake_users!r} and k "
+                f"{parameters['k']!r}: they name the same number"
+            )
+    else:
+        fake_users = number_parameter(method, parameters, "k", integer=True)
+    return check_int(fake_users, "fake_users", minimum=0)
+
+
 @dataclass(frozen=True)
 class Certificate:
     """What a release's parameters certify: its δ at every ε, for one relation.
@@ -249,7 +271,7 @@ def _flip(
     n: int, parameters: Mapping[str, Any]
 ) -> tuple[tuple[Any, ...], str, Callable[[float], float]]:
     q = check_flip_probability(number_parameter(FLIP_METHOD, parameters, "q", integer=False))
-    k = check_int(number_parameter(FLIP_METHOD, parameters, "k", integer=True), "k", minimum=0)
+    k = flip_fake_users(FLIP_METHOD, parameters)
     return (
         (q, k, n),
         f"flip_delta with q={q:.6g}, k={k} fake users per user, n={n:,}",
