@@ -20,6 +20,7 @@ probability at most about FALSE_FAILURE.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -143,9 +144,10 @@ def test_every_exported_protocol_class_is_checked() -> None:
     for module in (shuffledp, shuffledp.protocols):
         for name in module.__all__:
             obj = getattr(module, name)
-            if isinstance(obj, type) and callable(getattr(obj, "run", None)):
+            runs = isinstance(obj, type) and callable(getattr(obj, "run", None))
+            if runs and not inspect.isabstract(obj):  # ShuffleProtocol itself is the contract
                 exported.add(obj)
-    assert exported - {ShuffleProtocol} == {c.cls for c in CASES.values()}
+    assert exported == {c.cls for c in CASES.values()}
 
 
 def test_is_a_shuffle_protocol(case) -> None:
