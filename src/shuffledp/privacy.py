@@ -9,7 +9,11 @@ from typing import Any
 
 from shuffledp._validation import check_epsilon, check_int
 
-__all__ = ["ApproxDP", "BoundKind", "PrivacyReport"]
+__all__ = ["TRUSTED_SHUFFLER", "ApproxDP", "BoundKind", "PrivacyReport"]
+
+#: What every shuffle-model guarantee of a local randomizer rests on: the statement a
+#: protocol's report, a command's release and a library run all make, word for word.
+TRUSTED_SHUFFLER = "the shuffler is trusted to hide who sent each message and in which order"
 
 
 @dataclass(frozen=True)

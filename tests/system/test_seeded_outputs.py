@@ -16,7 +16,8 @@ values. Two things may legitimately differ and are listed below, explicitly:
 - ``IGNORED``: fields that change from one version or one execution to the
   next (the version string, wall-clock durations);
 - ``RENAMED``: a field deliberately renamed, old path -> new path, and
-  ``CHANGED_VALUES``: a value deliberately changed (a schema's major version);
+  ``CHANGED_VALUES``: a value deliberately changed (a schema's major version),
+  and ``PREPENDED``: an item deliberately added to a list (an assumption);
   the fixture is rewritten accordingly before comparing. CHANGELOG.md states
   each.
 
@@ -53,6 +54,7 @@ from typing import Any
 import pytest
 
 import shuffledp
+from shuffledp.privacy import TRUSTED_SHUFFLER
 
 TESTS = Path(__file__).resolve().parents[1]
 FIXTURES = TESTS / "fixtures" / "seeded"
@@ -93,6 +95,21 @@ CHANGED_VALUES: dict[tuple[str, str, str], Any] = {
     ("*", "schema", "urn:shuffledp:schema:simulation:1"): "urn:shuffledp:schema:simulation:2",
     ("*", "schema", "urn:shuffledp:schema:demo:1"): "urn:shuffledp:schema:demo:2",
     ("*", "schema", "urn:shuffledp:schema:account-flip:1"): "urn:shuffledp:schema:account-flip:2",
+}
+
+#: Deliberate additions to a list: (fixture file pattern, JSON path of the list) -> the
+#: item now first in it, inserted into the fixture before comparing.
+PREPENDED: dict[tuple[str, str], Any] = {
+    # Issue 25: a FLIP or k-RR report states the trusted shuffler itself, so a library run
+    # states what the command's release states (and a simulation and the demo state it too).
+    **{
+        (pattern, "privacy/assumptions"): TRUSTED_SHUFFLER
+        for pattern in ("simulate-flip.json", "simulate-krr*.json", "demo.json")
+    },
+    **{
+        ("api-runs.json", f"{run}/privacy/assumptions"): TRUSTED_SHUFFLER
+        for run in ("flip-count", "flip-fixed-q", "flip-labels", "krr-*")
+    },
 }
 
 #: Commands run at most this many at a time (the machine's two cores).
@@ -406,6 +423,31 @@ def _apply_value_changes(name: str, document: Any) -> None:
                 container[key] = new
 
 
+def _apply_prepended(name: str, document: Any) -> None:
+    for (pattern, path), item in PREPENDED.items():
+        if not fnmatch.fnmatch(name, pattern):
+            continue
+        for part in _expanded(document, _split(path)):
+            container, key = part
+            if isinstance(container[key], list):
+                container[key].insert(0, item)
+
+
+def _expanded(document: Any, parts: list[str]) -> Iterator[tuple[Any, str | int]]:
+    """Like :func:`_matches`, a segment with ``*`` matching keys by pattern (``krr-*``)."""
+    if not parts:
+        return
+    head, rest = parts[0], parts[1:]
+    if not isinstance(document, dict):
+        yield from _matches(document, parts)
+        return
+    for key in [k for k in document if fnmatch.fnmatch(k, head)]:
+        if rest:
+            yield from _expanded(document[key], rest)
+        else:
+            yield document, key
+
+
 def _differences(old: Any, new: Any, path: str = "") -> Iterator[str]:
     """Every path where two parsed documents differ (exact values, types included)."""
     if isinstance(old, dict) and isinstance(new, dict):
@@ -437,6 +479,7 @@ def compare(name: str, fixture_text: str, new_text: str) -> list[str]:
     old, new = json.loads(fixture_text), json.loads(new_text)
     _apply_renames(name, old)
     _apply_value_changes(name, old)
+    _apply_prepended(name, old)
     _drop_ignored(name, old)
     _drop_ignored(name, new)
     return list(_differences(old, new))

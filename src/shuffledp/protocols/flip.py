@@ -43,7 +43,7 @@ from shuffledp.analyzers.error import expected_max_abs_normal
 from shuffledp.analyzers.estimate import HistogramEstimate
 from shuffledp.analyzers.flip_debias import FlipAnalyzer, flip_count_stderr
 from shuffledp.messages import MessageBatch, ShuffledBatch
-from shuffledp.privacy import PrivacyReport
+from shuffledp.privacy import TRUSTED_SHUFFLER, PrivacyReport
 from shuffledp.protocols.base import (
     CalibratedOnRun,
     CalibratedProtocol,
@@ -146,6 +146,7 @@ class FlipCalibration:
                 "every dataset); lower_bound_delta is the exact delta of a dataset "
                 "whose other users hold a third value"
             ),
+            assumptions=(TRUSTED_SHUFFLER,),
         )
 
     def to_dict(self) -> dict[str, Any]:

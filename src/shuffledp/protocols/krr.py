@@ -37,7 +37,7 @@ from shuffledp.analyzers.krr_estimators import (
     inversion_variance,
 )
 from shuffledp.messages import MessageBatch, ShuffledBatch
-from shuffledp.privacy import PrivacyReport
+from shuffledp.privacy import TRUSTED_SHUFFLER, PrivacyReport
 from shuffledp.protocols.base import (
     CalibratedOnRun,
     CalibratedProtocol,
@@ -108,6 +108,7 @@ class KRRCalibration:
                 "user's report), valid for every dataset; lower_bound_delta is the exact "
                 "delta of a dataset attaining it up to the blanket's slack"
             ),
+            assumptions=(TRUSTED_SHUFFLER,),
         )
 
     def to_dict(self) -> dict[str, Any]:

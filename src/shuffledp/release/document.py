@@ -10,7 +10,7 @@ are built with it; ``run segmented`` and ``run per-user`` build their own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from shuffledp import __version__
@@ -79,7 +79,11 @@ def run_to_dict(
             f"the domain: its source {context.domain_source!r} is not a public one, so its "
             "labels may come from the data and are released as they are",
         )
-    report: PrivacyReport = run.privacy.with_context(
+    # The protocol's own statements that the context does not repeat come first, then the
+    # context's in its order (a statement both make, such as TRUSTED_SHUFFLER, is the
+    # context's): the same run states the same assumptions from Python and from a command.
+    own = tuple(a for a in run.privacy.assumptions if a not in context.assumptions)
+    report: PrivacyReport = replace(run.privacy, assumptions=own).with_context(
         assumptions=context.assumptions, not_covered=not_covered
     )
     privacy = report.to_dict()

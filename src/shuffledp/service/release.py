@@ -257,7 +257,8 @@ def _local_randomizer_release(
         run = ProtocolRun(
             "flip",
             estimate,
-            _with_message_bounds(flip_cal.privacy_report(), task),
+            # The service's own statements (batch, shuffler) replace the library's.
+            _with_message_bounds(replace(flip_cal.privacy_report(), assumptions=()), task),
             "message",
             totals.n_messages,
             totals.counts,
@@ -268,7 +269,7 @@ def _local_randomizer_release(
     run = ProtocolRun(
         "krr",
         estimate,
-        krr_cal.privacy_report(),
+        replace(krr_cal.privacy_report(), assumptions=()),
         "message",
         totals.n_messages,
         totals.counts,

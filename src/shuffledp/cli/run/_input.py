@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from shuffledp.cli._choices import DEFAULT_NA_VALUES
 from shuffledp.cli.run._domain import declared_domain
 from shuffledp.cli.run._memory import check_before_messages, check_before_reading
+from shuffledp.privacy import TRUSTED_SHUFFLER
 from shuffledp.release.document import ReleaseContext
 
 if TYPE_CHECKING:  # the parser is built without numpy and the protocols (lazy imports)
@@ -172,9 +173,7 @@ def load_input(args: argparse.Namespace) -> RunInput:
             f"each user (column {args.user_column!r}) contributes exactly one value "
             f"(--per-user {args.per_user})"
         )
-    result.assumptions.append(
-        "the shuffler is trusted to hide who sent each message and in which order"
-    )
+    result.assumptions.append(TRUSTED_SHUFFLER)
     if loaded.domain_source == "inferred-from-data":
         result.not_covered.append(
             "the domain: its labels were derived from the private data "
