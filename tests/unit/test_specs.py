@@ -170,3 +170,20 @@ def test_a_task_whose_fields_contradict_its_spec_is_refused() -> None:
     with pytest.raises(TaskError, match="min_honest must equal its min_batch_users"):
         Task.from_dict(document)
     assert math.isfinite(task.spec.max_messages(len(LABELS)))
+
+
+@pytest.mark.parametrize("name", ["flip", "krr"])
+def test_the_accountant_s_mechanism_certifies_what_the_protocol_reports(name: str) -> None:
+    from shuffledp import accounting
+
+    spec = EXAMPLES[name]
+    assert isinstance(spec, FlipSpec | KRRSpec)
+    n, labels = 3000, LABELS
+    mechanism = spec.mechanism(n, len(labels))
+    inputs = mechanism.inputs()
+    kind = inputs.pop("mechanism")
+    report = spec.protocol(n, labels, 1.0, 1e-6).privacy_report()
+    # The registry names FLIP's certificate flip-exact; a release, flip-exact-fake-blanket.
+    method = {"flip-exact-fake-blanket": "flip-exact"}.get(report.method, report.method)
+    again = accounting.delta(1.0, mechanism=kind, method=method, **inputs)
+    assert again.delta == report.delta and again.certified

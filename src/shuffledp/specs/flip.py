@@ -24,6 +24,7 @@ from shuffledp.accounting.certificates.message_bounds import MESSAGE_TAIL_PROBAB
 from shuffledp.specs.base import ProtocolSpec, SpecError
 
 if TYPE_CHECKING:
+    from shuffledp.accounting.methods import Mechanism
     from shuffledp.protocols.flip import FlipProtocol
     from shuffledp.randomizers.bitflip import FlipRandomizer
 
@@ -101,6 +102,18 @@ class FlipSpec(ProtocolSpec):
         )
         cal = flip.calibration
         return cls(q=cal.q, fake_users=cal.fake_users, calibration=cal.method)
+
+    def mechanism(self, n: int, domain_size: int) -> Mechanism:
+        """The accountant's description of these parameters at n users over d bins.
+
+        ``shuffledp.accounting`` evaluates every method registered for it
+        (``compare``, ``delta(..., method=...)``) on the same parameters.
+        """
+        from shuffledp.accounting.methods import Mechanism
+
+        return Mechanism(
+            kind="flip", n=n, q=self.q, fake_users=self.fake_users, domain_size=domain_size
+        )
 
     def randomizer(self, domain_size: int) -> FlipRandomizer:
         """Alg. 1's client: flipped bits and the fake users' bits."""

@@ -17,6 +17,7 @@ from shuffledp._validation import check_epsilon, check_int
 from shuffledp.specs.base import ProtocolSpec, SpecError
 
 if TYPE_CHECKING:
+    from shuffledp.accounting.methods import Mechanism
     from shuffledp.protocols.krr import KRRProtocol
     from shuffledp.randomizers.krr import KRRRandomizer
 
@@ -74,6 +75,15 @@ class KRRSpec(ProtocolSpec):
             estimator=estimator,
             calibration=krr.calibration.method,
         )
+
+    def mechanism(self, n: int, domain_size: int) -> Mechanism:
+        """The accountant's description of these parameters at n users over d bins.
+
+        (The accountant's k-RR takes the domain size as ``k``.)
+        """
+        from shuffledp.accounting.methods import Mechanism
+
+        return Mechanism(kind="krr", n=n, epsilon0=self.epsilon0, k=domain_size)
 
     def randomizer(self, domain_size: int) -> KRRRandomizer:
         """The k-RR client."""
