@@ -49,8 +49,10 @@ from shuffledp._validation import (
 from shuffledp.accounting.certificates.correlated import (
     CorrelatedNoise,
     Neighbours,
+    _central_parameter,
+    _cheapest_flooding,
+    _correlated_delta,
     central_dlap_parameter,
-    cheapest_flooding,
     check_add_remove_size,
     check_neighbours,
     correlated_delta,
@@ -350,30 +352,26 @@ def _cheapest_noise(
     """The calibration's search (:func:`calibrate_correlated`), cached.
 
     Under replacement the certificate depends on neither n, d nor m (``d = m = 0``
-    in the key), so every run at the same (ε, δ, slack) shares one search.
+    in the key), so every run at the same (ε, δ, slack) shares one search. Its
+    inputs were checked once by :func:`calibrate_correlated`: each α tried runs the
+    unchecked search.
     """
-    central = dlap_std(central_dlap_parameter(epsilon, neighbours))
-    alpha0 = largest_alpha((1.0 + slack) * central)
+    size = None if neighbours == "replacement" else (d, m)
+    central_a = _central_parameter(epsilon, neighbours)
+    alpha0 = largest_alpha((1.0 + slack) * dlap_std(central_a))
     try:
-        best = cheapest_flooding(
-            epsilon, delta, alpha0, neighbours=neighbours, domain_size=d, min_honest=m
-        )
+        best = _cheapest_flooding(epsilon, delta, alpha0, size)
     except InvalidParameterError as exc:
         raise InvalidParameterError(
             f"slack={slack:g} leaves no flooding that reaches delta={delta:g} at "
             f"epsilon={epsilon:g} with a={-math.log(alpha0):.4g}; allow a larger slack "
             f"({exc})"
         ) from None
-    a0, central_a = best.a, central_dlap_parameter(epsilon, neighbours)
+    a0 = best.a
     for step in A_STEPS:
         try:
-            candidate = cheapest_flooding(
-                epsilon,
-                delta,
-                math.exp(-(a0 + step * (central_a - a0))),
-                neighbours=neighbours,
-                domain_size=d,
-                min_honest=m,
+            candidate = _cheapest_flooding(
+                epsilon, delta, math.exp(-(a0 + step * (central_a - a0))), size
             )
         except InvalidParameterError:
             break
@@ -432,7 +430,7 @@ def calibrate_correlated(
     neighbours = check_neighbours(neighbours)
     m = resolve_min_honest(min_honest, n)
     size = check_add_remove_size(neighbours, d, m)
-    central = dlap_std(central_dlap_parameter(epsilon, neighbours))
+    central = dlap_std(_central_parameter(epsilon, neighbours))
     alpha0 = largest_alpha((1.0 + slack) * central)
     floor = window_floor(alpha0)
     if delta <= floor:
@@ -442,7 +440,7 @@ def calibrate_correlated(
             "for a larger delta"
         )
     best = _cheapest_noise(epsilon, delta, slack, neighbours, d if size else 0, m if size else 0)
-    certified = correlated_delta(epsilon, best, neighbours=neighbours, domain_size=d, min_honest=m)
+    certified = _correlated_delta(epsilon, best, size)  # correlated_delta, inputs checked above
     if not certified <= delta:  # cheapest_flooding only returns certified noise; guarded anyway
         raise InvalidParameterError(
             f"the calibrated noise has certified delta {certified:.3g} above the target {delta:g}"

@@ -1,8 +1,10 @@
 """Exact accounting for signed messages with correlated noise (the ``correlated`` protocol).
 
 Which group: a mechanism-specific certificate (with its own exact numerical
-core); it imports only the package's validation, the settling search of
-:mod:`shuffledp.accounting.calibration` and numpy/scipy.
+core); it imports the package's validation, the correlated noise's pmfs, the
+add/remove certificate, the flooding searches
+(:mod:`shuffledp.accounting.certificates.correlated_flooding`), the settling
+search of the numerical core and numpy/scipy.
 
 The protocol (Ghazi, Kumar, Manurangsi & Pagh, "Private counting from anonymous
 messages: near-optimal accuracy with vanishing communication overhead", ICML
@@ -83,7 +85,6 @@ bounds and other certificates, never reproductions, composition or the questions
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Integral
 from typing import Literal
@@ -100,8 +101,13 @@ from shuffledp._validation import (
 )
 from shuffledp.accounting.certificates.correlated_add_remove import (
     CertificateTooLargeError,
-    add_remove_delta,
-    add_remove_loss,
+    _add_remove_delta,
+    _add_remove_loss,
+)
+from shuffledp.accounting.certificates.correlated_flooding import (
+    MAX_FLOOD_MEAN,
+    cheapest_for,
+    smallest_flooding_shape,
 )
 from shuffledp.accounting.certificates.correlated_noise import (
     DEFAULT_TAIL,
@@ -403,9 +409,24 @@ def correlated_delta(
     if not isinstance(noise, CorrelatedNoise):
         raise InvalidParameterError(f"noise must be a CorrelatedNoise, got {type(noise).__name__}")
     size = check_add_remove_size(neighbours, domain_size, min_honest)
+    return _correlated_delta(epsilon, noise, size, rounding, tail)
+
+
+def _correlated_delta(
+    epsilon: float,
+    noise: CorrelatedNoise,
+    size: tuple[int, int] | None,
+    rounding: Literal["up", "down"] = "up",
+    tail: float = DEFAULT_TAIL,
+) -> float:
+    """:func:`correlated_delta` on checked inputs (``size``: add/remove's (d, m), else None).
+
+    What a caller that has validated its inputs once evaluates (calibrations,
+    searches): the same computation, bit for bit, without checking them again.
+    """
     if size is None:
         return _replacement_delta(epsilon, noise, rounding, tail)
-    return add_remove_delta(
+    return _add_remove_delta(
         epsilon, noise, domain_size=size[0], min_honest=size[1], rounding=rounding, tail=tail
     )
 
@@ -440,7 +461,7 @@ def correlated_epsilon(
     def value(eps: float) -> float:
         if size is None:
             return _replacement_delta(eps, noise, "up", DEFAULT_TAIL)
-        return add_remove_delta(eps, noise, domain_size=size[0], min_honest=size[1])
+        return _add_remove_delta(eps, noise, domain_size=size[0], min_honest=size[1])
 
     floor = value(50.0)
     if floor > target:
@@ -543,8 +564,12 @@ def central_dlap_parameter(epsilon: float, neighbours: Neighbours = "replacement
 
     ε/2 for replacement (a histogram's L1 sensitivity is 2), ε for add/remove (1).
     """
-    epsilon = check_epsilon(epsilon)
-    return epsilon / 2.0 if check_neighbours(neighbours) == "replacement" else epsilon
+    return _central_parameter(check_epsilon(epsilon), check_neighbours(neighbours))
+
+
+def _central_parameter(epsilon: float, neighbours: Neighbours) -> float:
+    """:func:`central_dlap_parameter` on checked inputs."""
+    return epsilon / 2.0 if neighbours == "replacement" else epsilon
 
 
 def largest_alpha(std: float) -> float:
@@ -559,11 +584,6 @@ def largest_alpha(std: float) -> float:
     while math.sqrt(2.0 * alpha) / (1.0 - alpha) > std:  # round to the safe side
         alpha = math.nextafter(alpha, 0.0)
     return alpha
-
-
-#: The largest flooding mean E[W] per bin a calibration considers: the accountant holds
-#: W's pmf on a window a few times that long.
-MAX_FLOOD_MEAN = 1e7
 
 
 def flooding_floor(
@@ -582,12 +602,17 @@ def flooding_floor(
         InvalidParameterError: If ``neighbours`` is not ``"replacement"``.
     """
     epsilon = check_epsilon(epsilon)
-    a = -math.log(alpha)
     if check_neighbours(neighbours) != "replacement":
         raise InvalidParameterError(
             "flooding_floor is the replacement relation's limit; under add/remove more "
             "flooding does not only help"
         )
+    return _flooding_floor(epsilon, alpha)
+
+
+def _flooding_floor(epsilon: float, alpha: float) -> float:
+    """:func:`flooding_floor` on checked inputs (replacement)."""
+    a = -math.log(alpha)
     return (1.0 / (1.0 + alpha)) ** 2 * max(0.0, -math.expm1(epsilon - 2.0 * a))
 
 
@@ -600,126 +625,6 @@ def window_floor(alpha: float) -> float:
     per bin and its FFT rounding). No δ at or below this can be certified.
     """
     return (1.0 - alpha) * DEFAULT_TAIL
-
-
-def _smallest_flooding_shape(
-    delta_at: Callable[[float], float], target: float, start: float, rtol: float
-) -> float | None:
-    """The smallest r (to ``rtol``) with delta_at(r) ≤ ``target``; None if none below 1e7.
-
-    At fixed q, δ does not increase with r (more flooding is independent noise added
-    to both counts), and ln δ is close to linear in r once the flooding dominates, so
-    the crossing is bracketed by doubling (or halving) from ``start`` and narrowed by
-    false position on (r, ln δ) (Illinois variant, kept inside the bracket's inner
-    90%). Only evaluated points are returned: the bracket's passing end.
-    """
-
-    def gap(r: float) -> float:
-        value = delta_at(r)
-        if not value > 0.0:
-            return -math.inf
-        return math.log(value) - math.log(target)
-
-    hi = max(start, 1e-3)
-    g_hi = gap(hi)
-    lo, g_lo = 0.0, math.inf
-    while g_hi > 0.0:
-        lo, g_lo = hi, g_hi
-        hi *= 2.0
-        if hi > 1e7:
-            return None
-        g_hi = gap(hi)
-    if lo == 0.0:
-        lo = hi / 2.0
-        g_lo = gap(lo)
-        while lo > 1e-6 and g_lo <= 0.0:
-            hi, g_hi = lo, g_lo
-            lo /= 2.0
-            g_lo = gap(lo)
-        if g_lo <= 0.0:
-            return lo
-    side = 0
-    while hi - lo > rtol * hi:
-        if math.isfinite(g_lo) and math.isfinite(g_hi) and g_lo > g_hi:
-            mid = hi - g_hi * (hi - lo) / (g_hi - g_lo)
-        else:
-            mid = 0.5 * (lo + hi)
-        width = hi - lo
-        mid = min(max(mid, lo + 0.05 * width), hi - 0.05 * width)
-        g_mid = gap(mid)
-        if g_mid <= 0.0:
-            hi, g_hi = mid, g_mid
-            if side == -1:
-                g_lo /= 2.0  # Illinois: halve the end that stayed
-            side = -1
-        else:
-            lo, g_lo = mid, g_mid
-            if side == 1:
-                g_hi /= 2.0
-            side = 1
-    return hi
-
-
-#: 1 − q on the calibration's grid, from the flattest flooding to the most spread.
-_Q_GRID = 1.0 - np.geomspace(0.5, 2e-4, 14)
-
-
-def _cheapest_over_q(
-    cost_of_q: Callable[[float], tuple[float, float] | None],
-) -> tuple[float, float, float] | None:
-    """(E[W], q, r) of the cheapest flooding over q: the grid, then a golden-section search.
-
-    The grid is scanned from the flattest q up and stops two points after costs start
-    rising (beyond the optimum the windows, and the time, grow like 1/(1 − q));
-    golden-section steps on logit(q) then refine around the best point. Only the cost
-    matters here: every candidate was certified by ``cost_of_q``.
-    """
-    found: list[tuple[float, float]] = []
-    best_index, rising = -1, 0
-    for q in _Q_GRID:
-        at = cost_of_q(float(q))
-        cost = math.inf if at is None else at[0]
-        found.append((cost, float(q)))
-        if best_index < 0 or cost < found[best_index][0]:
-            best_index, rising = len(found) - 1, 0
-        elif math.isfinite(found[best_index][0]):
-            rising += 1
-            if rising >= 2:
-                break
-    if not math.isfinite(found[best_index][0]):
-        return None
-    left = found[max(best_index - 1, 0)][1]
-    right = found[min(best_index + 1, len(found) - 1)][1]
-    x_lo, x_hi = math.log(left / (1 - left)), math.log(right / (1 - right))
-    ratio = (math.sqrt(5.0) - 1.0) / 2.0
-    candidates: dict[float, tuple[float, float]] = {}
-
-    def cost_at(x: float) -> float:
-        q = 1.0 / (1.0 + math.exp(-x))
-        at = cost_of_q(q)
-        if at is None:
-            return math.inf
-        candidates[q] = at
-        return at[0]
-
-    for cost, q in found:
-        at = cost_of_q(q) if math.isfinite(cost) else None
-        if at is not None:
-            candidates[q] = at
-    c = x_hi - ratio * (x_hi - x_lo)
-    d = x_lo + ratio * (x_hi - x_lo)
-    f_c, f_d = cost_at(c), cost_at(d)
-    for _ in range(10):
-        if f_c < f_d:
-            x_hi, d, f_d = d, c, f_c
-            c = x_hi - ratio * (x_hi - x_lo)
-            f_c = cost_at(c)
-        else:
-            x_lo, c, f_c = c, d, f_d
-            d = x_lo + ratio * (x_hi - x_lo)
-            f_d = cost_at(d)
-    mean, q, r = min((v[0], q, v[1]) for q, v in candidates.items())
-    return mean, q, r
 
 
 def cheapest_flooding(
@@ -763,8 +668,23 @@ def cheapest_flooding(
     """
     epsilon = check_epsilon(epsilon)
     target = check_delta(delta)
+    alpha = check_probability(alpha, "alpha")
     neighbours = check_neighbours(neighbours)
     size = check_add_remove_size(neighbours, domain_size, min_honest)
+    return _cheapest_flooding(epsilon, target, alpha, size, rtol)
+
+
+def _cheapest_flooding(
+    epsilon: float,
+    target: float,
+    alpha: float,
+    size: tuple[int, int] | None,
+    rtol: float = 1e-4,
+) -> CorrelatedNoise:
+    """:func:`cheapest_flooding` on checked inputs (``size``: add/remove's (d, m), else None).
+
+    What a calibration that has validated its target once calls for each α it tries.
+    """
     floor = window_floor(alpha)
     if target <= floor:
         raise InvalidParameterError(
@@ -773,7 +693,7 @@ def cheapest_flooding(
             f"{DEFAULT_TAIL:g} at alpha={alpha:.6g}); ask for a larger delta"
         )
     if size is None:
-        floor = flooding_floor(epsilon, alpha, neighbours=neighbours)
+        floor = _flooding_floor(epsilon, alpha)
         if floor >= target:
             a = -math.log(alpha)
             raise InvalidParameterError(
@@ -785,7 +705,7 @@ def cheapest_flooding(
         def kernel(noise: CorrelatedNoise) -> float:
             return _replacement_delta(epsilon, noise, "up", DEFAULT_TAIL)
 
-        found = _cheapest_for(kernel, epsilon, target, alpha, rtol)
+        found = cheapest_for(kernel, epsilon, target, alpha, rtol)
         if found is None:
             raise InvalidParameterError(
                 f"no flooding certifies ({epsilon:g}, {target:g}) with alpha={alpha:g} "
@@ -810,7 +730,7 @@ def _add_remove_flooding(
 
     def real(noise: CorrelatedNoise) -> float:
         try:
-            return add_remove_delta(epsilon, noise, domain_size=d, min_honest=m)
+            return _add_remove_delta(epsilon, noise, domain_size=d, min_honest=m)
         except CertificateTooLargeError:
             return math.inf  # noise this spread is past what the certificate holds
 
@@ -819,7 +739,7 @@ def _add_remove_flooding(
 
     # Fast path: the single-bin proxy's cheapest flooding, when the user's own shares
     # cost little (m large against d), passes as it is.
-    fast = _cheapest_for(proxy_kernel, epsilon, target, alpha, 1e-3)
+    fast = cheapest_for(proxy_kernel, epsilon, target, alpha, 1e-3)
     smallest_seen = math.inf
     if fast is not None:
         value = real(fast)
@@ -827,7 +747,8 @@ def _add_remove_flooding(
             return fast
         smallest_seen = value
         try:
-            charged = add_remove_loss(fast, d, m).charges()
+            # add_remove_loss(fast, d, m), the loss real(fast) has just built.
+            charged = _add_remove_loss(fast, d, m, "up", DEFAULT_TAIL, None, 1.0).charges()
         except CertificateTooLargeError:
             charged = 0.0
         if charged >= target / 2.0:
@@ -883,7 +804,7 @@ def _add_remove_flooding(
             return proxy_kernel(CorrelatedNoise(alpha, r, q))
 
         start = math.log((1.0 - alpha) / target) / -math.log1p(-q)
-        need = _smallest_flooding_shape(proxy_at, target, start, 1e-2)
+        need = smallest_flooding_shape(proxy_at, target, start, 1e-2)
         if need is not None:
             walk(q, need, _ADD_REMOVE_FACTOR)
     if best is not None:
@@ -895,37 +816,6 @@ def _add_remove_flooding(
         "visible, or the view reveals the user where a bin holds no flooding); raise "
         "min_honest, allow a larger slack, or use replacement"
     )
-
-
-def _cheapest_for(
-    kernel: Callable[[CorrelatedNoise], float],
-    epsilon: float,
-    target: float,
-    alpha: float,
-    rtol: float,
-) -> CorrelatedNoise | None:
-    """The cheapest flooding whose ``kernel`` δ at ε is at most ``target`` (None if none)."""
-    memo: dict[float, tuple[float, float] | None] = {}
-
-    def at(q: float) -> tuple[float, float] | None:
-        """(E[W], r) of the smallest passing r at this q."""
-        if q not in memo:
-            start = math.log((1.0 - alpha) / target) / -math.log1p(-q)
-
-            def delta_at(r: float) -> float:
-                if r * q / (1.0 - q) > MAX_FLOOD_MEAN:
-                    return math.inf  # beyond what the accountant's window affords
-                return kernel(CorrelatedNoise(alpha, r, q))
-
-            r = _smallest_flooding_shape(delta_at, target, start, rtol)
-            memo[q] = None if r is None else (r * q / (1.0 - q), r)
-        return memo[q]
-
-    best = _cheapest_over_q(at)
-    if best is None:
-        return None
-    _, q, r = best
-    return CorrelatedNoise(alpha, r, q)
 
 
 def epsilon_with_fewer_honest(
@@ -967,7 +857,7 @@ def epsilon_with_fewer_honest(
 
     def value(eps: float) -> float:
         if size is not None:
-            return add_remove_delta(
+            return _add_remove_delta(
                 eps, noise, domain_size=size[0], min_honest=size[1], fraction=float(fraction)
             )
         return generic_bin_delta(

@@ -295,7 +295,6 @@ def _direction(
     return direction, max(len(values_o), len(values_x))
 
 
-@functools.lru_cache(maxsize=8)
 def add_remove_loss(
     noise: CorrelatedNoise,
     domain_size: int,
@@ -308,6 +307,8 @@ def add_remove_loss(
 ) -> AddRemoveLoss:
     """The view's losses under the usual add/remove relation (module docstring).
 
+    The last 8 losses built are kept (:func:`_add_remove_loss`).
+
     Args:
         noise: The per-bin noise totals at m = ``min_honest`` users.
         domain_size: d ≥ 1.
@@ -319,10 +320,28 @@ def add_remove_loss(
             guarantee; see :func:`bin_laws`).
     """
     rounding = check_rounding(rounding)
+    _check_counts(domain_size, min_honest)
+    return _add_remove_loss(noise, domain_size, min_honest, rounding, tail, h, fraction)
+
+
+def _check_counts(domain_size: object, min_honest: object) -> None:
     if not (isinstance(domain_size, int) and domain_size >= 1):
         raise InvalidParameterError(f"domain_size must be an integer >= 1, got {domain_size!r}")
     if not (isinstance(min_honest, int) and min_honest >= 1):
         raise InvalidParameterError(f"min_honest must be an integer >= 1, got {min_honest!r}")
+
+
+@functools.lru_cache(maxsize=8)
+def _add_remove_loss(
+    noise: CorrelatedNoise,
+    domain_size: int,
+    min_honest: int,
+    rounding: Literal["up", "down"],
+    tail: float,
+    h: float | None,
+    fraction: float,
+) -> AddRemoveLoss:
+    """:func:`add_remove_loss` on checked inputs, cached (the searches build each loss once)."""
     without, with_user, rel_error, missing = bin_laws(noise, min_honest, tail, fraction)
     with_value = _value_bin(with_user)
     add, cells = _direction(
@@ -355,15 +374,34 @@ def add_remove_delta(
 ) -> float:
     """δ(ε) of the view under the usual add/remove relation (module docstring).
 
-    Unchecked: :func:`shuffledp.accounting.certificates.correlated.correlated_delta` is
-    the public entry.
+    Checks ``rounding``, ``domain_size`` and ``min_honest`` only:
+    :func:`shuffledp.accounting.certificates.correlated.correlated_delta` is the
+    public entry, and the searches, whose inputs are checked once, call
+    :func:`_add_remove_delta`.
     """
-    loss = add_remove_loss(
+    rounding = check_rounding(rounding)
+    _check_counts(domain_size, min_honest)
+    return _add_remove_delta(
+        epsilon,
         noise,
-        domain_size,
-        min_honest,
-        rounding=check_rounding(rounding),
+        domain_size=domain_size,
+        min_honest=min_honest,
+        rounding=rounding,
         tail=tail,
         fraction=fraction,
     )
+
+
+def _add_remove_delta(
+    epsilon: float,
+    noise: CorrelatedNoise,
+    *,
+    domain_size: int,
+    min_honest: int,
+    rounding: Literal["up", "down"] = "up",
+    tail: float = 1e-20,
+    fraction: float = 1.0,
+) -> float:
+    """:func:`add_remove_delta` on checked inputs: the same value, nothing checked again."""
+    loss = _add_remove_loss(noise, domain_size, min_honest, rounding, tail, None, fraction)
     return loss.delta(epsilon)
