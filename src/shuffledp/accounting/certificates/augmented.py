@@ -277,6 +277,11 @@ def sageo_law(epsilon: float, beta: float = 1.0, nu: int = 0) -> SAGeoLaw:
     epsilon = check_law_epsilon(epsilon)
     beta = check_beta(beta, epsilon)
     nu = check_int(nu, "nu", minimum=0, maximum=_MAX_NU)
+    return _sageo_law(epsilon, beta, nu)
+
+
+def _sageo_law(epsilon: float, beta: float, nu: int) -> SAGeoLaw:
+    """:func:`sageo_law` on checked inputs."""
     half = _design_epsilon(epsilon) / 2.0
     if beta == 1.0:
         q = math.exp(-half)
@@ -504,7 +509,7 @@ def calibrate_sageo_nu(epsilon: float, delta: float, beta: float = 1.0) -> int:
     epsilon = check_law_epsilon(epsilon)
     delta = check_delta(delta)
     beta = check_beta(beta, epsilon)
-    base = sageo_law(epsilon, beta, 0)
+    base = _sageo_law(epsilon, beta, 0)
     q_l, q_r = base.q_left, base.q_right
     if q_l == 0.0:
         limit = 0

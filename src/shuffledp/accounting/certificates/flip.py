@@ -168,7 +168,14 @@ def flip_delta(
         before the shuffle and so after it.
     """
     epsilon, q, fake_users, n = _check_common(epsilon, q, fake_users, n)
-    if epsilon >= flip_local_epsilon(q) * (1.0 + 1e-12):
+    return _flip_delta(epsilon, q, fake_users, n, tail)
+
+
+def _flip_delta(
+    epsilon: float, q: float, fake_users: int, n: int, tail: float = DEFAULT_TAIL
+) -> float:
+    """:func:`flip_delta` on checked inputs: what the searches evaluate, nothing checked again."""
+    if epsilon >= _local_epsilon(q) * (1.0 + 1e-12):
         return 0.0
     return _symmetric_delta(epsilon, q, n * fake_users, tail)
 
@@ -259,7 +266,11 @@ def flip_local_epsilon(q: float) -> float:
     response with ε = ln((1 − q)/q). This is what an adversary who sees the
     unshuffled reports learns, and FLIP's δ is 0 for ε at or above it.
     """
-    q = check_flip_probability(q)
+    return _local_epsilon(check_flip_probability(q))
+
+
+def _local_epsilon(q: float) -> float:
+    """:func:`flip_local_epsilon` on a checked q."""
     return 2.0 * (math.log1p(-q) - math.log(q))
 
 
@@ -278,19 +289,19 @@ def flip_epsilon(delta: float, q: float, fake_users: int, n: int, *, rtol: float
     """
     delta = check_delta(delta)
     q = check_flip_probability(q)
-    check_int(fake_users, "fake_users", minimum=0)
-    check_int(n, "n", minimum=1)
-    hi = flip_local_epsilon(q)
-    if flip_delta(hi, q, fake_users, n) > delta:  # pragma: no cover - δ is ~0 here
+    fake_users = check_int(fake_users, "fake_users", minimum=0)
+    n = check_int(n, "n", minimum=1)
+    hi = _local_epsilon(q)
+    if _flip_delta(hi, q, fake_users, n) > delta:  # pragma: no cover - δ is ~0 here
         raise InvalidParameterError(
             f"no epsilon up to the local bound {hi:.4g} reaches delta={delta:g}"
         )
     lo = hi * 1e-9
-    if flip_delta(lo, q, fake_users, n) <= delta:
+    if _flip_delta(lo, q, fake_users, n) <= delta:
         return lo
     while hi - lo > rtol * hi:
         mid = 0.5 * (lo + hi)
-        if flip_delta(mid, q, fake_users, n) <= delta:
+        if _flip_delta(mid, q, fake_users, n) <= delta:
             hi = mid
         else:
             lo = mid
@@ -318,8 +329,13 @@ def flip_delta_floor(epsilon: float, n: int, fake_users: int) -> tuple[float, fl
     epsilon = check_epsilon(epsilon)
     n = check_int(n, "n", minimum=1)
     k = check_int(fake_users, "fake_users", minimum=0)
+    return _flip_delta_floor(epsilon, n, k)
+
+
+def _flip_delta_floor(epsilon: float, n: int, k: int) -> tuple[float, float]:
+    """:func:`flip_delta_floor` on checked inputs."""
     grid = np.geomspace(min(_Q_CAP, 1.0 / (n * (k + 1))), _Q_CAP, _FLOOR_GRID)
-    values = [flip_delta(epsilon, float(q), k, n) for q in grid]
+    values = [_flip_delta(epsilon, float(q), k, n) for q in grid]
     best = int(np.argmin(values))
     return values[best], float(grid[best])
 
@@ -353,14 +369,15 @@ def calibrate_flip_q(
     k = check_int(fake_users, "fake_users", minimum=0)
 
     def passes(q: float) -> bool:
-        return flip_delta(epsilon, q, k, n) <= delta
+        # Every q the search asks lies in (0, 1/2): the certificate's kernel, unchecked.
+        return _flip_delta(epsilon, q, k, n) <= delta
 
     # Walk up from about one flipped bit per bin (never private) in doublings to
     # the first certified q, so the search stays near the threshold.
     lo, hi = 0.0, min(_Q_CAP, 1.0 / (n * (k + 1)))
     while not passes(hi):
         if hi >= _Q_CAP:
-            floor, q_floor = flip_delta_floor(epsilon, n, k)
+            floor, q_floor = _flip_delta_floor(epsilon, n, k)
             if floor > delta:
                 raise InvalidParameterError(
                     f"delta={delta:g} is below what the FLIP accountant can certify at "

@@ -110,8 +110,11 @@ LOG_RANGE = 690.0
 
 def _accounted(epsilon0: float, k: int) -> tuple[float, float]:
     """(a, b) for an accountant, refusing ε₀ where b would lose precision."""
-    epsilon0 = check_epsilon(epsilon0, "epsilon0")
-    k = check_int(k, "k", minimum=2)
+    return _in_range(check_epsilon(epsilon0, "epsilon0"), check_int(k, "k", minimum=2))
+
+
+def _in_range(epsilon0: float, k: int) -> tuple[float, float]:
+    """:func:`_accounted` on checked ε₀ and k: the accountant's range is still enforced."""
     if epsilon0 + math.log(k) > LOG_RANGE:
         raise InvalidParameterError(
             f"epsilon0={epsilon0:g} with k={k} is outside the k-RR accountant's range "
@@ -194,7 +197,10 @@ def krr_delta(
     """
     rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
-    if epsilon >= check_epsilon(epsilon0, "epsilon0"):
+    epsilon0 = check_epsilon(epsilon0, "epsilon0")
+    k = check_int(k, "k", minimum=2)
+    n = check_int(n, "n", minimum=1)
+    if epsilon >= epsilon0:
         return 0.0
     window, pair_at = _blanket_mixture(epsilon0, k, n, tail)
     return mixture_delta(window, pair_at, epsilon, rounding=rounding, tail=tail, target=target)
@@ -210,6 +216,8 @@ def krr_delta_curve(
     """
     epsilon = check_epsilon(epsilon)
     e0 = check_epsilon(epsilon0, "epsilon0")
+    k = check_int(k, "k", minimum=2)
+    n = check_int(n, "n", minimum=1)
     window, pair_at = _blanket_mixture(e0, k, n, tail)
     curve = mixture_curve(window, pair_at, min(epsilon, e0), tail=tail)
     return lambda e: 0.0 if e >= e0 else curve(e)
@@ -218,9 +226,11 @@ def krr_delta_curve(
 def _blanket_mixture(
     epsilon0: float, k: int, n: int, tail: float
 ) -> tuple[Window, Callable[[int, int, str, float], tuple[TwoCountPair, float]]]:
-    """B's window and the virtual pairs of a block of B (the module docstring's mixture)."""
-    a, b = _accounted(epsilon0, k)
-    n = check_int(n, "n", minimum=1)
+    """B's window and the virtual pairs of a block of B (the module docstring's mixture).
+
+    On checked inputs (ε₀ > 0, k ≥ 2, n ≥ 1): its two callers validate them once.
+    """
+    a, b = _in_range(epsilon0, k)
     # B ~ Bin(n − 1, kb); 1 − kb = (1 − e^{−ε₀})·a computed directly.
     window = binomial_window(n - 1, min(1.0, k * b), tail, -math.expm1(-epsilon0) * a)
     rate, rate_complement = min(1.0, 2.0 / k), max(0.0, (k - 2) / k)
