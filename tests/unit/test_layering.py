@@ -321,3 +321,14 @@ def test_no_import_cycle_among_experiments_even_for_the_type_checker() -> None:
     graph = _graph(("shuffledp.experiments",), type_checking=True)
     assert "shuffledp.experiments.near_central_plots" in graph
     assert _cycles(graph) == []
+
+
+def test_releases_are_built_below_the_command_line_and_the_services() -> None:
+    """shuffledp.release builds every release; it imports neither cli/ nor service/, and
+    service/ (which publishes releases) imports nothing of cli/."""
+    for name, path in _modules().items():
+        imported = _imports(path, type_checking=True)
+        if name.startswith("shuffledp.release"):
+            assert not [m for m in imported if m.startswith(("shuffledp.cli", "shuffledp.service"))]
+        if name.startswith("shuffledp.service"):
+            assert not [m for m in imported if m.startswith("shuffledp.cli")], name

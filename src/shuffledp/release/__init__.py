@@ -3,8 +3,10 @@
 One place builds them, below ``cli/`` and ``service/`` (both import it; it
 imports neither): :mod:`.document` (the fields every histogram release shares
 and the :class:`~shuffledp.release.document.ReleaseContext` of where the data
-and domain came from and what the guarantee assumes) and :mod:`.runs` (the
-FLIP, k-RR, correlated and augmented documents).
+and domain came from and what the guarantee assumes), :mod:`.runs` (the
+FLIP, k-RR, correlated and augmented documents), :mod:`.segmented` (a
+segmented run's levels and estimate) and :mod:`.per_user` (the report beside
+a per-user run's table).
 """
 
 from __future__ import annotations

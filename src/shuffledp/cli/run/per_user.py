@@ -19,11 +19,9 @@ import argparse
 import csv
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shuffledp import __version__
 from shuffledp._files import write_file_atomically
 from shuffledp._optional import require
 from shuffledp._validation import InvalidParameterError, check_epsilon, check_int
@@ -47,14 +45,14 @@ from shuffledp.cli.run._domain import add_domain_sources, declared_domain
 from shuffledp.cli.run._input import csv_options
 from shuffledp.cli.run._options import add_csv_arguments
 from shuffledp.cli.run._paths import check_distinct_paths
-from shuffledp.schemas import schema_id
+from shuffledp.release.per_user import STDERR_MEANING, per_user_report_to_dict
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
     from shuffledp.data.per_user import LoadedHistograms
-    from shuffledp.protocols.per_user import PerUserHistograms, PerUserRun
+    from shuffledp.protocols.per_user import PerUserHistograms
 
 NAME = "per-user"
 HELP = "per-user histograms: Laplace copies, clustering and a shuffle within groups"
@@ -65,15 +63,6 @@ __all__ = ["OUTPUT_SUFFIXES", "STDERR_MEANING", "add_arguments", "execute", "wri
 OUTPUT_SUFFIXES = (".csv", ".parquet", ".pq")
 #: Release variants the command line offers (the others are for experiments).
 CLI_RELEASES = ("t", "r")
-#: What the report's ``stderr`` is (see :attr:`shuffledp.protocols.per_user.PerUserRun.stderr`).
-STDERR_MEANING = (
-    "standard error of every value of the output table's class column (the same in every row): "
-    "the Laplace noise's standard deviation; the noise is Laplace, not normal, so a value +- "
-    "2.12 stderr (not 1.96, which covers about 93.7%) is a 95% interval for the normalized "
-    "histogram of the user whose copy the row holds (a member of the row user's group, possibly "
-    "that user); the error of taking a group member's histogram for the row user's own depends "
-    "on the data and is not included"
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -417,59 +406,6 @@ def write_estimates(
     write_file_atomically(path, write)
 
 
-def _report(
-    run: PerUserRun, data: LoadedHistograms, args: argparse.Namespace, id_column: str
-) -> dict[str, Any]:
-    report = run.report
-    not_covered: list[str] = []
-    if data.domain_source == "header":
-        not_covered.append(
-            "the class labels: they were taken from the input's header (no --domain); if the "
-            "header was derived from the data (e.g. by a pivot) it can reveal which classes occur"
-        )
-    if args.seed is not None:
-        from shuffledp._rng import SEEDED_NOT_COVERED
-
-        not_covered.append(SEEDED_NOT_COVERED)
-        report = replace(report, parameters={**report.parameters, "seed": args.seed})
-    report = report.with_context(not_covered=not_covered)
-    notes = [
-        *data.release_notes,
-        "row i of the output is the noisy normalized histogram the shuffler gave to user i "
-        "(Alg. 1 line 14): the released copy of some user of i's group, possibly i's own; "
-        "values are neither clipped nor renormalized",
-        "the groups, their sizes and the permutation are not released",
-    ]
-    stderr = run.stderr
-    return {
-        "schema": schema_id("per-user-report"),
-        "protocol": "per-user",
-        "shuffledp_version": __version__,
-        "n": run.n,
-        "classes": list(data.classes),
-        "domain_source": data.domain_source,
-        "privacy": report.to_dict(),
-        "parameters": report.parameters,
-        "stderr": {
-            "per_class": [float(value) for value in stderr],
-            "meaning": STDERR_MEANING,
-        },
-        "input": {
-            "file": str(args.input),
-            "layout": data.layout,
-            "user_column": args.user_column,
-            "class_column": args.class_column,
-            "count_column": args.count_column,
-        },
-        "output": {
-            "file": str(args.output),
-            "id_column": id_column,
-            "columns": [id_column, *data.classes],
-        },
-        "notes": notes,
-    }
-
-
 def execute(args: argparse.Namespace) -> int:
     """Run the per-user histogram protocol on the input file."""
     from shuffledp._progress import working
@@ -490,7 +426,17 @@ def execute(args: argparse.Namespace) -> int:
         )
     with working("per-user: noise, clustering, shuffling within groups"):
         run = protocol.run(data.counts, seed=args.seed)
-    result = _report(run, data, args, id_column)
+    result = per_user_report_to_dict(
+        run,
+        data,
+        seed=args.seed,
+        input_file=str(args.input),
+        user_column=args.user_column,
+        class_column=args.class_column,
+        count_column=args.count_column,
+        output_file=str(args.output),
+        id_column=id_column,
+    )
     text = json.dumps(result, indent=2) + "\n"
     write_estimates(output, id_column, data.user_ids, data.classes, run.estimates)
     if report_path is None:

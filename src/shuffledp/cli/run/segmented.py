@@ -16,7 +16,6 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
-from shuffledp import __version__
 from shuffledp._validation import (
     InvalidParameterError,
     check_delta,
@@ -40,16 +39,15 @@ from shuffledp.cli.run._input import csv_options
 from shuffledp.cli.run._options import add_csv_arguments, add_execution_arguments
 from shuffledp.cli.run._output import write_release
 from shuffledp.cli.run._paths import output_and_plot_paths
-from shuffledp.schemas import schema_id
+from shuffledp.release.segmented import segmented_run_to_dict
 
 if TYPE_CHECKING:
     from shuffledp.data.sets import LoadedSets
-    from shuffledp.protocols.segmented import SegmentedProtocol, SegmentedRun
 
 NAME = "segmented"
 HELP = "segmented privacy levels on set-valued data (multi-message shuffle)"
 
-__all__ = ["add_arguments", "execute", "parse_blanket", "parse_levels", "segmented_run_to_dict"]
+__all__ = ["add_arguments", "execute", "parse_blanket", "parse_levels"]
 
 
 def parse_levels(text: str, flag: str = "--levels") -> tuple[float, ...]:
@@ -213,82 +211,6 @@ def _level_options(args: argparse.Namespace) -> tuple[float | None, float | None
         checked(check_epsilon, args.level_epsilon, "--level-epsilon"),
         checked(check_delta, args.level_delta, "--level-delta"),
     )
-
-
-def segmented_run_to_dict(
-    protocol: SegmentedProtocol,
-    run: SegmentedRun,
-    data: LoadedSets,
-    *,
-    target_delta: float,
-    blanket_choice: str,
-    extra_notes: tuple[str, ...] = (),
-    seed: int | None = None,
-) -> dict[str, Any]:
-    """Return the JSON result of a segmented run (schema ``segmented-release``).
-
-    ``seed`` (``--seed``) goes into ``parameters.seed``; the run's own
-    ``not_covered`` already says that a seeded shuffle is not cryptographic.
-    """
-    from shuffledp.protocols.segmented import NEIGHBOURING, SEGMENTED_PRIVACY_METHODS
-
-    params = run.parameters
-    level_objects = []
-    for level, report in zip(params.levels, run.privacy, strict=True):
-        entry: dict[str, Any] = dict(level.to_dict())
-        entry["method"] = report.method
-        entry["bound"] = report.bound.value
-        level_objects.append(entry)
-    counts = run.level_counts
-    level_counts = counts.to_dict()
-    level_counts["covered"] = counts.report is not None
-    privacy: dict[str, Any] = {
-        "method": SEGMENTED_PRIVACY_METHODS[params.variant],
-        "bound": "upper",
-        "n": run.n,
-        "neighbouring": NEIGHBOURING,
-        "target_delta": target_delta,
-        "levels": level_objects,
-        "level_counts": level_counts,
-        "assumptions": list(run.assumptions),
-        "not_covered": list(run.not_covered),
-        "covers_release": not run.not_covered,
-        "domain_covered": True,
-        "notes": run.privacy[0].notes,
-    }
-    estimate = run.estimate.to_dict()
-    estimate["estimand"] = (
-        "sum_k n_k lambda_k w_jk / sum_k n_k lambda_k, w_jk = fraction of level-k users whose "
-        "(sampled) set holds item j"
-    )
-    return {
-        "schema": schema_id("segmented-release"),
-        "protocol": run.protocol,
-        "shuffledp_version": __version__,
-        "n": run.n,
-        "domain": list(run.estimate.domain),
-        "domain_source": data.domain_source,
-        "path": run.path,
-        "levels": list(protocol.levels),
-        "estimate": estimate,
-        "privacy": privacy,
-        "parameters": {
-            "blanket_rate": params.blanket_rate,
-            "blanket_choice": blanket_choice,
-            "variant": params.variant,
-            "items_per_user": params.items_per_user,
-            "padding": protocol.padding,
-            "message_domain": params.message_domain,
-            "lambda": list(params.report_probabilities),
-            "error_bound": params.error_bound,
-            **({} if seed is None else {"seed": seed}),
-        },
-        "messages": run.messages,
-        "messages_per_user": run.messages_per_user,
-        "expected_messages_per_user": params.messages_per_user,
-        "level_step_messages_per_user": counts.messages / run.n,
-        "notes": [*data.release_notes, *extra_notes, *run.notes],
-    }
 
 
 def _summary(
