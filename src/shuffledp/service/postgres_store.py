@@ -504,6 +504,8 @@ class RowPool(WaitingPool[PostgresTransaction]):
         dialect: The store's PostgreSQL dialect.
     """
 
+    waiting_in_submissions = True
+
     def __init__(self, dialect: PostgresDialect) -> None:
         self.dialect = dialect
 

@@ -207,6 +207,9 @@ class WaitingPool(ABC, Generic[C]):
     :meth:`end` inside one write; if the write raises, :meth:`end` is not called.
     """
 
+    #: Whether waiting submissions have rows in ``submissions`` (or only batched ones).
+    waiting_in_submissions: bool
+
     def open(self) -> None:
         """When the store opens (its tables exist): upgrade what an earlier version left.
 

@@ -194,11 +194,12 @@ class SQLShufflerStore(Generic[C]):
         """See :meth:`ShufflerStore.stats`."""
 
         def run(tx: C) -> dict[str, int]:
-            batched, waiting, cut, sent = tx.execute(
-                "SELECT (SELECT COUNT(*) FROM submissions WHERE batch_id IS NOT NULL), "
-                f"({_WAITING}), COUNT(*), COUNT(*) FILTER (WHERE sent) FROM batches"
+            rows, waiting, cut, sent = tx.execute(
+                f"SELECT (SELECT COUNT(*) FROM submissions), ({_WAITING}), "
+                "COUNT(*), COUNT(*) FILTER (WHERE sent) FROM batches"
             ).fetchone()
-            return shuffler_stats(int(batched) + int(waiting), waiting, cut, sent)
+            stored = int(rows) + (0 if self.pool.waiting_in_submissions else int(waiting))
+            return shuffler_stats(stored, waiting, cut, sent)
 
         return self.dialect.read(run)
 

@@ -296,6 +296,8 @@ class SlotPool(WaitingPool[sqlite3.Connection]):
             a second pool on the same file would not see what this one stores.
     """
 
+    waiting_in_submissions = False  # only batched ids reach ``submissions``
+
     def __init__(self, dialect: SQLiteDialect, lock: int) -> None:
         self.dialect = dialect
         self.db: SQLiteDatabase = dialect.db
