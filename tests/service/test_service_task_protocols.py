@@ -241,7 +241,8 @@ def test_cli_creates_correlated_and_augmented_tasks(tmp_path, capsys):
     [
         (["--protocol", "krr", "--variant", "sbin"], "--variant is an option of --protocol"),
         (["--protocol", "augmented", "--slack", "0.2"], "--slack is an option of --protocol"),
-        (["--protocol", "correlated", "--calibration", "paper"], "exact accountant only"),
+        (["--protocol", "correlated", "--calibration", "paper"], "calibrated by exact only"),
+        (["--protocol", "krr", "--calibration", "paper"], "does not apply to the krr protocol"),
         (["--protocol", "correlated", "--slack", "-1"], "--slack"),
         (["--protocol", "augmented", "--beta", "0.1"], "--beta"),
         (["--protocol", "augmented", "--variant", "s1geo", "--beta", "0.5"], "--beta"),

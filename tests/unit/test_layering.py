@@ -332,3 +332,43 @@ def test_releases_are_built_below_the_command_line_and_the_services() -> None:
             assert not [m for m in imported if m.startswith(("shuffledp.cli", "shuffledp.service"))]
         if name.startswith("shuffledp.service"):
             assert not [m for m in imported if m.startswith("shuffledp.cli")], name
+
+
+#: The one module below specs/ that reads a protocol's name: the accountant re-derives a
+#: service release's message bounds from the name its document records
+#: (test_compose_rederive checks its table against every spec).
+_NAME_TABLES = {"shuffledp.accounting.composition.rederive"}
+
+
+def _compares_a_protocol_name(node: ast.AST) -> bool:
+    """``x.protocol == "flip"``, ``protocol in ("flip", ...)`` and the like."""
+    if not isinstance(node, ast.Compare):
+        return False
+    sides = [node.left, *node.comparators]
+    named = any(
+        (isinstance(side, ast.Name) and side.id == "protocol")
+        or (isinstance(side, ast.Attribute) and side.attr == "protocol")
+        for side in sides
+    )
+    literal = any(
+        isinstance(side, ast.Constant | ast.Tuple | ast.List | ast.Set) for side in sides
+    )
+    return named and literal
+
+
+def test_a_protocol_name_is_branched_on_only_in_the_spec_registry() -> None:
+    """Every layer asks the spec; no module compares a protocol's name with a literal."""
+    offenders = []
+    for name, path in _modules().items():
+        if name.startswith("shuffledp.specs") or name in _NAME_TABLES:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        offenders += [
+            f"{name}:{node.lineno}" for node in ast.walk(tree) if _compares_a_protocol_name(node)
+        ]
+    assert offenders == []
+
+
+def test_the_name_branch_finder_finds_one() -> None:
+    tree = ast.parse('if task.protocol == "flip" or protocol in ("krr", "augmented"): pass')
+    assert sum(_compares_a_protocol_name(node) for node in ast.walk(tree)) == 2

@@ -71,6 +71,9 @@ class AugmentedSpec(ProtocolSpec):
     """
 
     name: ClassVar[str] = "augmented"
+    #: What ``calibrate``'s ``calibration`` option accepts (``fixed`` and ``pure`` are
+    #: results, not requests).
+    calibrations: ClassVar[tuple[str, ...]] = ("exact", "paper")
     fields: ClassVar[tuple[str, ...]] = (
         "variant",
         "beta",

@@ -68,6 +68,8 @@ class ProtocolSpec(ABC):
 
     #: The protocol's name (``flip``, ``krr``, ``correlated``, ``augmented``).
     name: ClassVar[str]
+    #: What ``calibrate``'s ``calibration`` option accepts (empty: it takes none).
+    calibrations: ClassVar[tuple[str, ...]] = ()
     #: Every field of the JSON form, in order (all required, some may be null).
     fields: ClassVar[tuple[str, ...]]
     #: Fields whose JSON value must be a real number (JSON may write 1.0 as 1).

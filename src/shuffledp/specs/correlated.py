@@ -50,6 +50,9 @@ class CorrelatedSpec(ProtocolSpec):
     """
 
     name: ClassVar[str] = "correlated"
+    #: What ``calibrate``'s ``calibration`` option accepts (``fixed`` and ``pure`` are
+    #: results, not requests).
+    calibrations: ClassVar[tuple[str, ...]] = ("exact",)
     fields: ClassVar[tuple[str, ...]] = (
         "alpha",
         "flood_r",

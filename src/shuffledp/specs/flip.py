@@ -63,6 +63,9 @@ class FlipSpec(ProtocolSpec):
     """
 
     name: ClassVar[str] = "flip"
+    #: What ``calibrate``'s ``calibration`` option accepts (``fixed`` and ``pure`` are
+    #: results, not requests).
+    calibrations: ClassVar[tuple[str, ...]] = ("exact", "paper")
     fields: ClassVar[tuple[str, ...]] = ("q", "fake_users", "calibration")
     real_fields: ClassVar[tuple[str, ...]] = ("q",)
 

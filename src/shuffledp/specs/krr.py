@@ -38,6 +38,9 @@ class KRRSpec(ProtocolSpec):
     """
 
     name: ClassVar[str] = "krr"
+    #: What ``calibrate``'s ``calibration`` option accepts (``fixed`` and ``pure`` are
+    #: results, not requests).
+    calibrations: ClassVar[tuple[str, ...]] = ()
     fields: ClassVar[tuple[str, ...]] = ("epsilon0", "estimator", "calibration")
     real_fields: ClassVar[tuple[str, ...]] = ("epsilon0",)
 

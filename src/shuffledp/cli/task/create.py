@@ -159,43 +159,54 @@ def _new_path(path: str | None, flag: str) -> Path | None:
     return out
 
 
+#: The protocol options of this command, by the spec option each sets.
+_FLAGS = {
+    "slack": "--slack",
+    "neighbours": "--neighbours",
+    "variant": "--variant",
+    "beta": "--beta",
+    "nu": "--nu",
+    "trials": "--trials",
+}
+
+
 def _protocol_options(args: argparse.Namespace, epsilon: float) -> dict[str, Any]:
-    """Check the correlated and augmented options against the protocol; name the flags."""
-    given = {
-        "correlated": [("--slack", args.slack), ("--neighbours", args.neighbours)],
-        "augmented": [
-            ("--variant", args.variant),
-            ("--beta", args.beta),
-            ("--nu", args.nu),
-            ("--trials", args.trials),
-        ],
-    }
-    for protocol, flags in given.items():
-        for flag, value in flags:
-            if value is not None and args.protocol != protocol:
-                raise InvalidParameterError(
-                    f"{flag} is an option of --protocol {protocol}, not {args.protocol}"
-                )
-    if args.protocol == "correlated":
-        if args.calibration != "exact":
+    """The options of the protocol's spec (its ``calibrate``); another protocol's is refused.
+
+    A flag given for a protocol whose spec does not take it names the
+    protocols that do (``specs.SPECS``); ``--calibration`` must be one its
+    spec calibrates with. Nothing here branches on the protocol's name.
+    """
+    from shuffledp.specs import SPECS, spec_class
+
+    spec = spec_class(args.protocol)
+    takes = spec.calibration_options()
+    for option, flag in _FLAGS.items():
+        if getattr(args, option) is not None and option not in takes:
+            users = [name for name, other in SPECS.items() if option in other.calibration_options()]
             raise InvalidParameterError(
-                "--calibration paper: the correlated protocol is calibrated by the exact "
-                "accountant only"
+                f"{flag} is an option of --protocol {' or '.join(users)}, not {args.protocol}"
             )
-        slack = None if args.slack is None else checked(check_epsilon, args.slack, "--slack")
-        return {"slack": slack, "neighbours": args.neighbours or "replacement"}
-    if args.protocol == "augmented":
+    # (A protocol that takes no --calibration is refused by create_task, naming the others.)
+    if spec.calibrations and args.calibration not in spec.calibrations:
+        raise InvalidParameterError(
+            f"--calibration {args.calibration}: the {args.protocol} protocol is calibrated by "
+            f"{', '.join(spec.calibrations)} only"
+        )
+    options: dict[str, Any] = {}
+    if "slack" in takes:
+        options["slack"] = (
+            None if args.slack is None else checked(check_epsilon, args.slack, "--slack")
+        )
+    if "neighbours" in takes:
+        options["neighbours"] = args.neighbours or "replacement"
+    if "variant" in takes:
         from shuffledp.cli.run.augmented import augmented_options
 
         args.variant = args.variant or "sageo"
-        options = augmented_options(args, epsilon)
-        return {
-            "variant": options.variant,
-            "beta": options.beta,
-            "nu": options.nu,
-            "trials": options.trials,
-        }
-    return {}
+        chosen = augmented_options(args, epsilon)
+        options.update(variant=chosen.variant, beta=chosen.beta, nu=chosen.nu, trials=chosen.trials)
+    return options
 
 
 def execute(args: argparse.Namespace) -> int:
