@@ -300,6 +300,10 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, 
     _cli([*task, "--protocol", "flip", "--fake-users", "5", "--out", tmp / "task.json",
           "--key-out", tmp / "analyzer.key"])  # fmt: skip
     out["task create flip"] = ("task", json.loads((tmp / "task.json").read_text()))
+    out["account task"] = (
+        "account-task",
+        _json(["account", "task", "--task", tmp / "task.json", "--json"]),
+    )
 
     _fill_analyzer_store(tmp / "task.json", tmp / "analyzer.key", tmp / "analyzer.db")
     service = ["--task", tmp / "task.json"]
@@ -339,6 +343,7 @@ CASES = [
     "demo",
     "task create krr",
     "task create flip",
+    "account task",
     "analyzer publish",
     "analyzer export (_shuffledp.json)",
     "analyzer aggregate",

@@ -71,6 +71,7 @@ SCHEMA_VERSIONS: Mapping[str, int] = {
     "experiment-near-central-summary": 1,
     "augmented-release": 1,
     "account-augmented": 1,
+    "account-task": 1,
 }
 
 #: The ``$id`` of every shipped schema, by name.
