@@ -235,6 +235,16 @@ def test_calibrate_correlated_add_remove_checks_each_input_once() -> None:
     _assert_checked_at_the_door(tallies, total=9, each=2)
 
 
+def test_epsilon_with_fewer_honest_checks_each_input_once() -> None:
+    noise = correlated_accountant.CorrelatedNoise(0.7788, 15.76, 0.96)
+    tallies = _tallies(
+        lambda delta: correlated_accountant.epsilon_with_fewer_honest(delta, noise, 0.5),
+        (correlated_accountant, "_generic_bin_delta"),
+        (1e-3, 1e-9),
+    )
+    _assert_checked_at_the_door(tallies, total=1)  # δ (ε, tail, shape at each step before)
+
+
 # -- (b) FLIP ------------------------------------------------------------------------------
 
 
@@ -245,6 +255,15 @@ def test_calibrate_flip_q_checks_each_input_once() -> None:
         (1e-6, 1e-12),
     )
     _assert_checked_at_the_door(tallies, total=4)  # ε, δ, n, k (30 kernel evaluations)
+
+
+def test_flip_lower_bound_checks_each_input_once_over_its_splits() -> None:
+    tallies = _tallies(
+        lambda n: flip_accountant.flip_delta_lower_bound(0.5, 0.2, 1, int(n), 2),
+        (flip_accountant, "_pair_delta"),
+        (10.0, 100.0),  # 10 and 33 splits of the other users between the two values
+    )
+    _assert_checked_at_the_door(tallies, total=5)  # ε, q, k, n, d (236 at n = 100 before)
 
 
 def test_calibrate_flip_checks_nothing_per_step() -> None:
@@ -306,6 +325,16 @@ def test_calibrate_augmented_checks_nothing_per_step(variant: str) -> None:
 
 
 # -- (c, e) k-RR and the accountant's questions ----------------------------------------------
+
+
+def test_krr_binary_split_checks_each_input_once_over_its_splits() -> None:
+    tallies = _tallies(
+        lambda n: krr_accountant.krr_binary_split_delta(0.3, 1.0, int(n)),
+        (krr_accountant, "_one_dimensional_delta"),
+        (20.0, 200.0),  # every split: 20 and 200
+    )
+    # rounding, ε, n, ε₀, k = 2 (ε₀ and k again by krr_probabilities): 807 at n = 200 before.
+    _assert_checked_at_the_door(tallies, total=6, each=2)
 
 
 def test_krr_delta_checks_each_input_once() -> None:

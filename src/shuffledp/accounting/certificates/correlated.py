@@ -519,6 +519,13 @@ def generic_bin_delta(
     CorrelatedNoise(alpha, flood_r, flood_q)  # checks alpha, flood_r and flood_q
     if not (isinstance(shape, float | int) and math.isfinite(shape) and shape > 0.0):
         raise InvalidParameterError(f"shape must be a finite number > 0, got {shape!r}")
+    return _generic_bin_delta(epsilon, alpha, shape, flood_r, flood_q, tail)
+
+
+def _generic_bin_delta(
+    epsilon: float, alpha: float, shape: float, flood_r: float, flood_q: float, tail: float
+) -> float:
+    """:func:`generic_bin_delta` on checked inputs (replacement): a search's kernel."""
     g = negative_binomial_window(shape, alpha, tail)
     w = negative_binomial_window(flood_r, flood_q, tail)
     depth = len(g.pmf) - 1  # g(k) = 0 (dropped) beyond D
@@ -846,6 +853,8 @@ def epsilon_with_fewer_honest(
     """
     target = check_delta(delta)
     neighbours = check_neighbours(neighbours)
+    if not isinstance(noise, CorrelatedNoise):
+        raise InvalidParameterError(f"noise must be a CorrelatedNoise, got {type(noise).__name__}")
     if not (isinstance(fraction, float | int) and 0.0 < fraction <= 1.0):
         raise InvalidParameterError(f"fraction must be in (0, 1], got {fraction!r}")
     size = check_add_remove_size(neighbours, domain_size, min_honest)
@@ -860,12 +869,9 @@ def epsilon_with_fewer_honest(
             return _add_remove_delta(
                 eps, noise, domain_size=size[0], min_honest=size[1], fraction=float(fraction)
             )
-        return generic_bin_delta(
-            eps,
-            alpha=noise.alpha,
-            shape=float(fraction),
-            flood_r=noise.flood_r * fraction,
-            flood_q=noise.flood_q,
+        # generic_bin_delta at its default tail, its inputs valid for every ε searched.
+        return _generic_bin_delta(
+            eps, noise.alpha, float(fraction), noise.flood_r * fraction, noise.flood_q, 1e-16
         )
 
     lo, hi = 1e-6, 50.0

@@ -215,6 +215,20 @@ def flip_delta_for_pair(
     epsilon, q, fake_users, n = _check_common(epsilon, q, fake_users, n)
     h_a = check_int(count_from, "count_from", minimum=1, maximum=n)
     h_b = check_int(count_to, "count_to", minimum=0, maximum=n - h_a)
+    return _pair_for_counts(epsilon, q, fake_users, n, h_a, h_b, tail, rounding)
+
+
+def _pair_for_counts(
+    epsilon: float,
+    q: float,
+    fake_users: int,
+    n: int,
+    h_a: int,
+    h_b: int,
+    tail: float,
+    rounding: Rounding,
+) -> float:
+    """:func:`flip_delta_for_pair` on checked inputs (a lower bound's splits)."""
     total = n * (fake_users + 1)
 
     def background(ones: int, zeros: int) -> Window:
@@ -249,12 +263,10 @@ def flip_delta_lower_bound(
     epsilon, q, fake_users, n = _check_common(epsilon, q, fake_users, n)
     d = check_int(domain_size, "domain_size", minimum=2)
     if d >= 3 or n == 1:
-        return flip_delta_for_pair(epsilon, q, fake_users, n, 1, 0, tail=tail, rounding="down")
+        return _pair_for_counts(epsilon, q, fake_users, n, 1, 0, tail, "down")
     splits = np.unique(np.linspace(1, n, num=min(n, 33)).round().astype(int))
     return max(
-        flip_delta_for_pair(
-            epsilon, q, fake_users, n, int(h), n - int(h), tail=tail, rounding="down"
-        )
+        _pair_for_counts(epsilon, q, fake_users, n, int(h), n - int(h), tail, "down")
         for h in splits
     )
 

@@ -346,9 +346,9 @@ def _enumerated_delta(
 
     Each cell is a sum of at most kⁿ products of n probabilities, all positive,
     each probability within 4u of the truth, so its relative error is below
-    6n·u (4u per factor, one rounding per product and per sum).
+    6n·u (4u per factor, one rounding per product and per sum). On checked inputs.
     """
-    a, b = _accounted(epsilon0, k)
+    a, b = _in_range(epsilon0, k)
     n = len(others) + 1
 
     def law(values: list[int]) -> np.ndarray:
@@ -377,10 +377,13 @@ def _enumerated_delta(
 
 
 def _binary_dataset_delta(
-    epsilon: float, epsilon0: float, n0: int, n1: int, *, rounding: Rounding
+    epsilon: float, ab: tuple[float, float], n0: int, n1: int, *, rounding: Rounding
 ) -> float:
-    """Exact δ for k = 2 with n₀ other users on x₀ and n₁ on x₁ (the count of x₀ is the output)."""
-    a, b = _accounted(epsilon0, 2)
+    """Exact δ for k = 2 with n₀ other users on x₀ and n₁ on x₁ (the count of x₀ is the output).
+
+    ``ab``: k-RR's (a, b) at k = 2 (:func:`_accounted`), computed once for every split.
+    """
+    a, b = ab
     # Users on x₀ report x₀ with probability a (1 − a = b); users on x₁ with probability b.
     background = convolve(binomial_window(n0, a, DEFAULT_TAIL, b), binomial_window(n1, b))
     return _one_dimensional_delta(epsilon, background, (a, b), (b, a), rounding)
@@ -409,7 +412,8 @@ def krr_binary_split_delta(
     rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
     n = check_int(n, "n", minimum=1)
-    _accounted(epsilon0, 2)
+    epsilon0 = check_epsilon(epsilon0, "epsilon0")
+    ab = _in_range(epsilon0, 2)
     if epsilon >= epsilon0:
         return 0.0  # k-RR is ε₀-LDP: δ = 0 for every dataset
     if n <= ALL_SPLITS_UP_TO:
@@ -418,7 +422,7 @@ def krr_binary_split_delta(
         count = _SPLITS if n <= _LARGE else _SPLITS_LARGE
         splits = np.unique(np.linspace(0, n - 1, num=count).round().astype(int))
     return max(
-        _binary_dataset_delta(epsilon, epsilon0, int(m), n - 1 - int(m), rounding=rounding)
+        _binary_dataset_delta(epsilon, ab, int(m), n - 1 - int(m), rounding=rounding)
         for m in splits
     )
 
@@ -448,6 +452,7 @@ def krr_delta_for_dataset(
     """
     rounding = check_rounding(rounding)
     epsilon = check_epsilon(epsilon)
+    epsilon0 = check_epsilon(epsilon0, "epsilon0")
     k = check_int(k, "k", minimum=2)
     counts = np.asarray(others)
     if counts.shape != (k,) or not np.issubdtype(counts.dtype, np.integer) or np.any(counts < 0):
@@ -459,7 +464,7 @@ def krr_delta_for_dataset(
     n = int(counts.sum()) + 1
     if k == 2:
         return _binary_dataset_delta(
-            epsilon, epsilon0, int(counts[x0]), int(counts[x1]), rounding=rounding
+            epsilon, _in_range(epsilon0, 2), int(counts[x0]), int(counts[x1]), rounding=rounding
         )
     support = np.flatnonzero(counts)
     if len(support) == 1 and support[0] not in (x0, x1):
