@@ -34,6 +34,7 @@ __all__ = [
     "RejectedError",
     "UTCFormatter",
     "WorkerHealth",
+    "check_json_content_type",
     "configure_logging",
     "connection_stats",
     "error_response",
@@ -216,15 +217,56 @@ def connection_stats(request: Request) -> dict[str, int]:
     return {} if stats is None else dict(stats.snapshot())
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """Read the request body, refusing more than ``limit`` bytes without buffering them.
+def check_json_content_type(content_type: str | None) -> None:
+    """Refuse (415) a request body whose ``Content-Type`` is not ``application/json``.
+
+    The media type is compared without regard to case and may carry parameters
+    (``application/json; charset=utf-8``); a ``charset`` other than UTF-8 is
+    refused too, since the body is read as UTF-8 (:func:`parse_json`).
+
+    Why: a browser sends a ``POST`` whose type is ``text/plain``,
+    ``application/x-www-form-urlencoded`` or ``multipart/form-data`` from any
+    page, to any site, without asking the site first (no CORS preflight: a
+    form, or ``fetch`` in ``no-cors`` mode); only the answer is kept from the
+    page. Were such a body parsed, any web page a user visits could make the
+    user's browser submit reports. ``application/json`` needs a preflight,
+    which only the origins the shuffler lists pass (:mod:`~shuffledp.service.cors`).
 
     Raises:
+        RejectedError: 415 ``unsupported_media_type``, saying what came.
+    """
+    media, _, parameters = (content_type or "").partition(";")
+    problem = None
+    if media.strip().lower() != "application/json":
+        problem = f"got {content_type!r}" if content_type else "got none"
+    else:
+        for parameter in parameters.split(";"):
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "charset" and value.strip().strip('"').lower() != "utf-8":
+                problem = f"got charset {value.strip()!r}; the body must be UTF-8"
+    if problem is not None:
+        raise RejectedError(
+            415,
+            "unsupported_media_type",
+            f"Content-Type must be application/json ({problem}): a body of another type "
+            "needs no CORS preflight, so any web page could make a browser send it",
+        )
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """Read a JSON request body, refusing more than ``limit`` bytes without buffering them.
+
+    Its ``Content-Type`` is checked first (:func:`check_json_content_type`),
+    before its length or any byte of it.
+
+    Raises:
+        RejectedError: 415 if the Content-Type is not ``application/json``.
         BodyTooLargeError: If Content-Length or the bytes received exceed ``limit``.
         RejectedError: On an unreadable Content-Length (400), or when the client
             disconnects or misses the body deadline before the body is complete
             (400 ``client_disconnected``; nobody reads the answer, the metrics count it).
     """
+    check_json_content_type(request.headers.get("content-type"))
     declared = request.headers.get("content-length")
     if declared is not None:
         try:

@@ -8,8 +8,10 @@ HTTP API (JSON):
   "stored"}``; a batch id already stored is a no-op with the same answer.
   Refusals: 401/403 (no or wrong bearer), 400 (malformed), 404 (other task),
   409 (the same messages already stored under another batch id), 413 (body too
-  large), 422 (fewer than ``min_batch_users`` users, a number of messages
-  that many users cannot send, or an augmented batch without its dummies).
+  large), 415 (a ``Content-Type`` other than ``application/json``, checked
+  after the bearer and before the body is read), 422 (fewer than
+  ``min_batch_users`` users, a number of messages that many users cannot
+  send, or an augmented batch without its dummies).
 * ``GET /v1/estimate``: the release (:mod:`~shuffledp.service.release`), 409
   while no batch is aggregated.
 * ``GET /v1/task``, ``GET /v1/health``, ``GET /v1/metrics``; ``GET /v1/ready``,

@@ -9,10 +9,14 @@ HTTP API (JSON):
   stored is a no-op with the same answer. Refusals: 400 (malformed JSON,
   malformed submission, a ciphertext of the wrong length, too many
   ciphertexts), 401/403 (token missing/invalid when the task admits one
-  submission per client), 404 (other task), 409 (the client already submitted
-  under another id, or a ciphertext the shuffler holds already), 413 (body too
-  large), 503 (store unavailable; retry).
+  submission per client), 403 (an ``Origin`` not in ``allow_origins``), 404
+  (other task), 409 (the client already submitted under another id, or a
+  ciphertext the shuffler holds already), 413 (body too large), 415 (a
+  ``Content-Type`` other than ``application/json``, checked before the body
+  is read), 503 (store unavailable; retry).
 * ``GET /v1/tasks/{task_id}``: the public task document.
+* Both answer web pages of the origins in ``allow_origins`` (CORS: preflights,
+  ``Access-Control-Allow-Origin``; :mod:`~shuffledp.service.cors`).
 * ``GET /v1/health`` and ``GET /v1/metrics`` (counters, rejections by reason);
   ``GET /v1/ready``, ``GET /v1/version`` and ``GET /metrics`` (Prometheus) from
   :mod:`~shuffledp.service.operations`.
@@ -80,6 +84,7 @@ from shuffledp.service._server import (
     store_unavailable_response,
 )
 from shuffledp.service._testhooks import crash_point
+from shuffledp.service.cors import CorsMiddleware, check_origins
 from shuffledp.service.operations import install_operations
 from shuffledp.service.store_common import REPLAY_KEY_LENGTH, replay_keys
 from shuffledp.service.store_protocols import (
@@ -476,6 +481,7 @@ def create_shuffler_app(
     token_key: bytes | None = None,
     max_body_bytes: int | None = None,
     max_submissions_per_request: int = DEFAULT_MAX_SUBMISSIONS_PER_REQUEST,
+    allow_origins: Sequence[str] = (),
 ) -> Starlette:
     """Return the shuffler's Starlette application (see the module docstring).
 
@@ -490,12 +496,17 @@ def create_shuffler_app(
         max_body_bytes: Largest request body (413 above; default
             :func:`default_max_body_bytes` of the task).
         max_submissions_per_request: Most submissions in one request.
+        allow_origins: The origins of the web pages that may submit and read the
+            task (``https://survey.example.org``; :class:`~shuffledp.service.cors.CorsMiddleware`).
+            None by default: a ``POST`` from a browser, which carries ``Origin``, is refused.
 
     Raises:
-        InvalidParameterError: If the task needs client tokens and no key is given.
+        InvalidParameterError: If the task needs client tokens and no key is given, or
+            an origin is malformed (:func:`~shuffledp.service.cors.check_origin`).
     """
     from shuffledp._validation import InvalidParameterError
 
+    origins = check_origins(allow_origins)
     if task.one_submission_per_client and token_key is None:
         raise InvalidParameterError(
             "the task admits one submission per client: give the token key (--token-key-file)"
@@ -609,14 +620,21 @@ def create_shuffler_app(
             dispatcher.stop()
             store.close()
 
+    browser_routes = [
+        Route("/v1/tasks/{task_id}/submissions", submissions, methods=["POST"]),
+        Route("/v1/tasks/{task_id}", get_task, methods=["GET"]),
+    ]
     app = Starlette(
         routes=[
-            Route("/v1/tasks/{task_id}/submissions", submissions, methods=["POST"]),
-            Route("/v1/tasks/{task_id}", get_task, methods=["GET"]),
+            *browser_routes,
             Route("/v1/health", health, methods=["GET"]),
             Route("/v1/metrics", get_metrics, methods=["GET"]),
         ],
         lifespan=lifespan,
+    )
+    # Added before the operations' middleware, so inside it: preflights and refusals are timed.
+    app.add_middleware(
+        CorsMiddleware, origins=origins, routes=browser_routes, refused=metrics.reject
     )
     app.state.dispatcher = dispatcher
     install_operations(
