@@ -18,6 +18,10 @@ Trust. The client encrypts to the public key in the task document. Fetching
 that document from the shuffler means trusting the shuffler for the analyzer's
 key; pin it instead (a file shipped with the client, or its
 :meth:`~shuffledp.service.task.Task.digest`, ``expected_digest``).
+
+HTTPS. An ``https://`` shuffler's certificate is checked against httpx's
+default CA bundle (certifi's, or the file named by ``SSL_CERT_FILE``), or
+against ``ca_file`` alone when given (a private CA, a self-signed certificate).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -55,6 +60,7 @@ __all__ = [
     "fetch_task",
     "request_body_text",
     "submissions_from_body",
+    "tls_verification",
 ]
 
 
@@ -172,21 +178,54 @@ def submissions_from_body(text: str, what: str = "request body") -> list[Submiss
     return out
 
 
-def fetch_task(source: str, *, expected_digest: str | None = None, timeout: float = 10.0) -> Task:
+def tls_verification(
+    ca_file: str | os.PathLike[str] | None, name: str = "ca_file"
+) -> ssl.SSLContext | bool:
+    """What httpx checks a server's certificate with: ``ca_file``'s CAs, or its default (True).
+
+    Args:
+        ca_file: A PEM file of CA certificates, or None.
+        name: How an error names it (``--ca-file`` on the command line).
+
+    Raises:
+        InvalidParameterError: If ``ca_file`` cannot be read as PEM certificates.
+    """
+    if ca_file is None:
+        return True
+    try:
+        return ssl.create_default_context(cafile=os.fspath(ca_file))
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise InvalidParameterError(
+            f"{name} {os.fspath(ca_file)!r}: cannot read CA certificates from it ({reason})"
+        ) from None
+
+
+def fetch_task(
+    source: str,
+    *,
+    expected_digest: str | None = None,
+    timeout: float = 10.0,
+    ca_file: str | os.PathLike[str] | None = None,
+) -> Task:
     """Load a task document from a file or an ``http(s)://`` URL.
 
     Args:
         source: A path, or the URL of ``GET /v1/tasks/{task_id}`` on the shuffler.
         expected_digest: If given, the task's :meth:`Task.digest` must equal it.
         timeout: Seconds to wait for a URL.
+        ca_file: PEM file of the CA certificates an ``https://`` URL's certificate
+            must chain to (default: httpx's bundle).
 
     Raises:
         TaskError: If the document is invalid or its digest differs.
         ShufflerUnavailableError: If the URL cannot be fetched.
+        InvalidParameterError: If ``ca_file`` cannot be read.
     """
     if source.startswith(("http://", "https://")):
+        verify = tls_verification(ca_file)
         try:
-            response = httpx.get(source, timeout=timeout)
+            response = httpx.get(source, timeout=timeout, verify=verify)
             response.raise_for_status()
             task = Task.from_dict(response.json())
         except (httpx.HTTPError, ValueError) as exc:
@@ -216,11 +255,14 @@ class Client:
         http: An ``httpx.Client`` to use (default: one owned by this object).
         max_request_bytes: Largest body :meth:`requests` groups submissions into
             (default the shuffler's default ``--max-body-bytes``).
+        ca_file: PEM file of the CA certificates an ``https://`` shuffler's
+            certificate must chain to (default: httpx's bundle); not with ``http``.
 
     Raises:
         FileNotFoundError: If ``task`` is a path that does not exist.
         TaskError: If ``task`` is a path to an invalid task document.
-        InvalidParameterError: If ``task`` is neither a task nor a path.
+        InvalidParameterError: If ``task`` is neither a task nor a path, ``ca_file``
+            cannot be read, or both ``ca_file`` and ``http`` are given.
         DataError: If the task admits one submission per client and no token is given.
     """
 
@@ -235,7 +277,12 @@ class Client:
         retry_seconds: float = 60.0,
         http: httpx.Client | None = None,
         max_request_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        ca_file: str | os.PathLike[str] | None = None,
     ) -> None:
+        if ca_file is not None and http is not None:
+            raise InvalidParameterError(
+                "give ca_file or http, not both (http's own verify setting applies)"
+            )
         if isinstance(task, str | os.PathLike):
             task = load_task(Path(task))
         elif not isinstance(task, Task):
@@ -255,7 +302,9 @@ class Client:
             public_key_from_b64(task.public_key), task.task_id, task.message_domain_size
         )
         self._own_http = http is None
-        self._http = http if http is not None else httpx.Client(timeout=timeout)
+        if http is None:
+            http = httpx.Client(timeout=timeout, verify=tls_verification(ca_file))
+        self._http = http
 
     def close(self) -> None:
         """Release the HTTP connections."""

@@ -67,6 +67,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--task-digest", default=None, help="expected SHA-256 of the task")
     parser.add_argument("--shuffler", required=True, help="the shuffler's base URL")
+    parser.add_argument(
+        "--ca-file",
+        default=None,
+        metavar="FILE",
+        help="PEM file of the CA certificates that an https:// shuffler's (and --task URL's) "
+        "certificate must chain to, in place of the default bundle (a private CA, a "
+        "self-signed certificate)",
+    )
     values = parser.add_mutually_exclusive_group(required=True)
     values.add_argument("--value", help="this user's value (a domain label)")
     values.add_argument(
@@ -265,11 +273,12 @@ def execute(args: argparse.Namespace) -> int:
     from shuffledp.service._extra import require_service_extra
 
     require_service_extra()
-    from shuffledp.service.client import Client, fetch_task
+    from shuffledp.service.client import Client, fetch_task, tls_verification
     from shuffledp.service.secretfile import read_secret_file
 
     if not args.shuffler.startswith(("http://", "https://")):
         raise InvalidParameterError(f"--shuffler must be an http(s):// URL, got {args.shuffler!r}")
+    tls_verification(args.ca_file, "--ca-file")  # a bad file is refused before any work
     if args.values_file is not None:
         return _submit_file(args)
     for flag, given in (
@@ -285,9 +294,11 @@ def execute(args: argparse.Namespace) -> int:
     token = args.token
     if args.token_file is not None:
         token = read_secret_file(args.token_file, "client token")
-    task = fetch_task(args.task, expected_digest=args.task_digest)
+    task = fetch_task(args.task, expected_digest=args.task_digest, ca_file=args.ca_file)
     sending = _Sending(task, 1, 1, source="value")
-    with Client(task, args.shuffler, token=token, retry_seconds=args.retry_seconds) as client:
+    with Client(
+        task, args.shuffler, token=token, retry_seconds=args.retry_seconds, ca_file=args.ca_file
+    ) as client:
         try:
             sending.post(client, [client.prepare(args.value)])
         except BaseException as exc:
@@ -307,11 +318,13 @@ def _resend(args: argparse.Namespace) -> int:
         raise InvalidParameterError(f"{flag}: the resent submissions carry their own tokens")
     text = read_secret_file(args.resend, "in-flight submissions")
     submissions = submissions_from_body(text, f"--resend {args.resend!r}")
-    task = fetch_task(args.task, expected_digest=args.task_digest)
+    task = fetch_task(args.task, expected_digest=args.task_digest, ca_file=args.ca_file)
     started = time.perf_counter()
     sending = _Sending(task, 1, len(submissions), source=args.resend)
     token = submissions[0].token
-    with Client(task, args.shuffler, token=token, retry_seconds=args.retry_seconds) as client:
+    with Client(
+        task, args.shuffler, token=token, retry_seconds=args.retry_seconds, ca_file=args.ca_file
+    ) as client:
         try:
             sending.post(client, submissions)  # one request, as the interrupted run sent it
         except BaseException as exc:
@@ -414,7 +427,7 @@ def _submit_file(args: argparse.Namespace) -> int:
             f"--first-line {first} is past the last line ({len(values)}) of --values-file "
             f"{args.values_file!r}"
         )
-    task = fetch_task(args.task, expected_digest=args.task_digest)
+    task = fetch_task(args.task, expected_digest=args.task_digest, ca_file=args.ca_file)
     _check_values(values[first - 1 :], task, args.values_file, first)
     tokens = _tokens(args, task, len(values))
     last = len(values)
@@ -428,7 +441,11 @@ def _submit_file(args: argparse.Namespace) -> int:
     try:
         with (
             Client(
-                task, args.shuffler, token=default_token, retry_seconds=args.retry_seconds
+                task,
+                args.shuffler,
+                token=default_token,
+                retry_seconds=args.retry_seconds,
+                ca_file=args.ca_file,
             ) as client,
             progress_bar(total=len(values), desc="submitting", unit="sub", delay=0.5) as bar,
         ):

@@ -11,6 +11,12 @@ SHUFFLEDP_MAX_CONNECTIONS)``). No option's type echoes a store URL, so a
 password in ``SHUFFLEDP_STORE`` is never shown (the store's own errors
 redact it).
 
+A repeatable option (``action="append"``: ``--allow-origin``) takes all its
+values from one variable, separated by commas or spaces
+(``SHUFFLEDP_ALLOW_ORIGIN="https://a.example,https://b.example"``); one such
+flag on the command line replaces them all, as a flag replaces any other
+variable. Its values are checked one by one as the flag's would be.
+
 So a service can be configured without its command line, which every user
 of the machine can read (``ps``): a PostgreSQL password in
 ``SHUFFLEDP_STORE``, or better in libpq's own ``PGPASSWORD`` or a
@@ -84,6 +90,65 @@ def _type_from_variable(
     return typed
 
 
+class _VariableValues(str):
+    """A repeatable option's variable, as its default: its type makes the list of values."""
+
+
+def _split_values(text: str) -> list[str]:
+    """The values of a repeatable option's variable: separated by commas or spaces."""
+    return text.replace(",", " ").split()
+
+
+class _AppendOverVariable(argparse._AppendAction):
+    """``action="append"`` whose first flag replaces the values its variable gave."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if isinstance(getattr(namespace, self.dest, None), _VariableValues):
+            setattr(namespace, self.dest, None)
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _ListFromVariable(Checked):
+    """The type of a repeatable option set by a variable: the variable's text -> its values.
+
+    argparse converts a string default with the option's type once no flag
+    was given; that string is the :class:`_VariableValues`, which this type
+    splits, parsing each value with the option's own type. A flag's value is
+    parsed as usual. Errors about the variable's values name the variable.
+    """
+
+    def __init__(self, inner: Callable[[str], Any] | None, variable: str) -> None:
+        self.inner: Callable[[str], Any] = str if inner is None else inner
+        self.variable = variable
+        self.limits = getattr(inner, "limits", {})
+        self.__name__ = getattr(inner, "__name__", "value")
+        self.values: list[Any] | None = None
+
+    def __call__(self, text: str) -> Any:
+        if not isinstance(text, _VariableValues):
+            return self.inner(text)
+        self.values = [
+            _parse_naming(self.inner, item, self.variable, item) for item in _split_values(text)
+        ]
+        return self.values
+
+    def check(self, value: Any, flag: str) -> Any:
+        if not isinstance(self.inner, Checked):
+            return value
+        try:
+            return self.inner.check(value, flag)
+        except InvalidParameterError as exc:
+            if value is not self.values:
+                raise
+            raise InvalidParameterError(f"{exc} (from {self.variable})") from None
+
+
 def environment_defaults(
     parser: argparse.ArgumentParser, environ: Mapping[str, str] | None = None
 ) -> None:
@@ -106,8 +171,14 @@ def environment_defaults(
         text = environ.get(variable, "")
         if not text:
             continue
-        action.default = text  # a string default: argparse converts it with the type
         action.required = False
+        if isinstance(action, argparse._AppendAction):  # repeatable: several values
+            action.default = _VariableValues(text)
+            action.__class__ = _AppendOverVariable
+            inner = action.type if callable(action.type) else None
+            action.type = _ListFromVariable(inner, variable)
+            continue
+        action.default = text  # a string default: argparse converts it with the type
         if isinstance(action.type, Checked):
             action.type = _CheckedFromVariable(action.type, variable, text)
         elif callable(action.type):

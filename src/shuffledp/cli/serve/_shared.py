@@ -14,7 +14,7 @@ from typing import Any
 from shuffledp._validation import InvalidParameterError, check_int
 from shuffledp.cli._common import checked, integer_at_least, number, writable
 
-__all__ = ["add_server_arguments", "run_server", "server_settings"]
+__all__ = ["add_server_arguments", "check_tls", "run_server", "server_settings"]
 
 
 def add_server_arguments(
@@ -64,8 +64,23 @@ def add_server_arguments(
         f"closed (default {DEFAULT_MAX_CONNECTIONS})",
     )
     parser.add_argument("--port-file", default=None, help="write the bound port here")
-    parser.add_argument("--ssl-certfile", default=None, help="serve HTTPS with this certificate")
-    parser.add_argument("--ssl-keyfile", default=None, help="the certificate's private key")
+    parser.add_argument(
+        "--tls-certfile",
+        "--ssl-certfile",
+        dest="tls_certfile",
+        default=None,
+        metavar="FILE",
+        help="serve HTTPS with this PEM certificate chain (with --tls-keyfile; both are "
+        "loaded before the service starts; --ssl-certfile: its former name)",
+    )
+    parser.add_argument(
+        "--tls-keyfile",
+        "--ssl-keyfile",
+        dest="tls_keyfile",
+        default=None,
+        metavar="FILE",
+        help="the certificate's PEM private key, unencrypted (--ssl-keyfile: its former name)",
+    )
     parser.add_argument(
         "--metrics-token-file",
         default=None,
@@ -81,6 +96,77 @@ def _seconds(value: float, flag: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise InvalidParameterError(f"{flag} must be a positive number of seconds, got {value!r}")
     return value
+
+
+def check_tls(args: argparse.Namespace) -> None:
+    """Check ``--tls-certfile`` and ``--tls-keyfile``: both or neither, and that they load.
+
+    The files are read, parsed and loaded as uvicorn will load them
+    (``SSLContext.load_cert_chain``), so a missing file, a file that is not
+    PEM, a key that is not the certificate's or a key protected by a
+    passphrase is one line and exit 2 before the service starts, not a
+    traceback once it has (nor a passphrase prompt on its terminal).
+
+    Raises:
+        InvalidParameterError: Saying which file and what is wrong.
+    """
+    import ssl
+
+    certfile, keyfile = args.tls_certfile, args.tls_keyfile
+    if (certfile is None) != (keyfile is None):
+        given, missing = (
+            ("--tls-certfile", "--tls-keyfile")
+            if keyfile is None
+            else ("--tls-keyfile", "--tls-certfile")
+        )
+        raise InvalidParameterError(
+            f"{given} needs {missing}: give both to serve HTTPS, or neither"
+        )
+    if certfile is None:
+        return
+    contents = {}
+    for flag, name in (("--tls-certfile", certfile), ("--tls-keyfile", keyfile)):
+        path = Path(name)
+        if not path.is_file():
+            raise InvalidParameterError(f"{flag} {name!r}: no such file")
+        try:
+            contents[flag] = path.read_bytes()
+        except OSError as exc:
+            raise InvalidParameterError(
+                f"{flag} {name!r}: cannot read it ({exc.strerror})"
+            ) from None
+    from cryptography import x509
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        x509.load_pem_x509_certificates(contents["--tls-certfile"])
+    except ValueError:
+        raise InvalidParameterError(
+            f"--tls-certfile {certfile!r} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+        ) from None
+    try:
+        load_pem_private_key(contents["--tls-keyfile"], password=None)
+    except TypeError:  # cryptography: "Password was not given but private key is encrypted"
+        raise InvalidParameterError(
+            f"--tls-keyfile {keyfile!r} is encrypted: give the key without a passphrase "
+            "(a file readable by the service's user only)"
+        ) from None
+    except (ValueError, UnsupportedAlgorithm):
+        raise InvalidParameterError(
+            f"--tls-keyfile {keyfile!r} holds no PEM private key (-----BEGIN ... PRIVATE KEY-----)"
+        ) from None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(certfile, keyfile)
+    except ssl.SSLError as exc:
+        if exc.reason == "KEY_VALUES_MISMATCH":
+            raise InvalidParameterError(
+                f"--tls-keyfile {keyfile!r} is not the private key of --tls-certfile {certfile!r}"
+            ) from None
+        raise InvalidParameterError(
+            f"--tls-certfile {certfile!r} / --tls-keyfile {keyfile!r}: cannot load them ({exc})"
+        ) from None
 
 
 def server_settings(args: argparse.Namespace, default_max_body: int) -> tuple[int, Path | None]:
@@ -105,7 +191,7 @@ def server_settings(args: argparse.Namespace, default_max_body: int) -> tuple[in
 
 
 def run_server(app: Any, args: argparse.Namespace, port_file: Path | None) -> None:
-    """Serve ``app`` on ``--listen`` (HTTPS with ``--ssl-certfile``) until interrupted."""
+    """Serve ``app`` on ``--listen`` (HTTPS with ``--tls-certfile``) until interrupted."""
     from shuffledp.service._server import parse_listen, serve
     from shuffledp.service.limits import ConnectionLimits
     from shuffledp.service.operations import set_metrics_token
@@ -124,8 +210,8 @@ def run_server(app: Any, args: argparse.Namespace, port_file: Path | None) -> No
         app,
         args.listen,
         port_file=port_file,
-        ssl_certfile=args.ssl_certfile,
-        ssl_keyfile=args.ssl_keyfile,
+        ssl_certfile=args.tls_certfile,
+        ssl_keyfile=args.tls_keyfile,
         limits=ConnectionLimits(
             header_timeout=args.header_timeout,
             body_timeout=args.body_timeout,

@@ -6,7 +6,12 @@ import argparse
 
 from shuffledp._validation import check_int
 from shuffledp.cli._common import checked, integer
-from shuffledp.cli.serve._shared import add_server_arguments, run_server, server_settings
+from shuffledp.cli.serve._shared import (
+    add_server_arguments,
+    check_tls,
+    run_server,
+    server_settings,
+)
 
 NAME = "analyzer"
 HELP = "receive batches from the shuffler, decrypt and count them, serve the estimate"
@@ -56,6 +61,7 @@ def execute(args: argparse.Namespace) -> int:
 
     parse_listen(args.listen)
     check_store_url(args.store)
+    check_tls(args)
     task = load_task(args.task)
     max_users = analyzer.default_max_batch_users(task)
     if args.max_batch_users is not None:

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import logging
+from typing import Any
 
 from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp.cli._common import checked, integer_at_least
-from shuffledp.cli.serve._shared import add_server_arguments, run_server, server_settings
+from shuffledp.cli._common import Checked, checked, integer_at_least
+from shuffledp.cli.serve._shared import (
+    add_server_arguments,
+    check_tls,
+    run_server,
+    server_settings,
+)
 
 NAME = "shuffler"
 HELP = "collect encrypted submissions, batch them once enough users wait, forward to the analyzer"
@@ -38,6 +44,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="default 1000 (more makes batches larger than the analyzer admits by default: "
         "give the analyzer --max-batch-users min_batch_users - 1 + this)",
     )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        type=Checked(str, _check_origin),
+        default=None,
+        metavar="ORIGIN",
+        help="the origin of a web page that may submit from a browser (CORS), as browsers "
+        "send it: https://host[:port], no path, no wildcard; repeat for each (default none: "
+        "a browser's POST, which carries Origin, is refused 403); in the variable, separate "
+        "them by commas",
+    )
     add_server_arguments(
         parser,
         default_listen="127.0.0.1:8080",
@@ -46,6 +63,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default_body_timeout=60.0,
     )
     parser.set_defaults(handler=execute)
+
+
+def _check_origin(value: Any, flag: str) -> str:
+    """:func:`shuffledp.service.cors.check_origin` (imported once a value is given)."""
+    from shuffledp.service.cors import check_origin
+
+    return check_origin(value, flag)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -64,6 +88,7 @@ def execute(args: argparse.Namespace) -> int:
     check_store_url(args.store)
     if not args.forward.startswith(("http://", "https://")):
         raise InvalidParameterError(f"--forward must be an http(s):// URL, got {args.forward!r}")
+    check_tls(args)
     task = load_task(args.task)
     max_body, port_file = server_settings(args, shuffler.default_max_body_bytes(task))
     max_subs = shuffler.DEFAULT_MAX_SUBMISSIONS_PER_REQUEST
@@ -104,6 +129,7 @@ def execute(args: argparse.Namespace) -> int:
         token_key=token_key,
         max_body_bytes=max_body,
         max_submissions_per_request=max_subs,
+        allow_origins=args.allow_origin or (),
     )
     run_server(app, args, port_file)
     return 0
