@@ -116,7 +116,7 @@ class Deployment:
         return httpx.post(
             f"{self.analyzer.url}/v1/batches",
             json=body,
-            headers={"Authorization": f"Bearer {token}"},
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
             timeout=30,
             **kwargs,
         )

@@ -50,6 +50,7 @@ def test_bad_submissions(deploy):
     expected_rejections: dict[str, int] = {}
 
     def refuse(status, reason, **request):
+        request.setdefault("headers", {"Content-Type": "application/json"})  # 415 without
         response = httpx.post(request.pop("url", url), timeout=30, **request)
         assert response.status_code == status, response.text
         assert response.json()["reason"] == reason

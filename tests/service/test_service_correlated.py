@@ -241,5 +241,10 @@ def test_a_submission_at_the_cap_past_4_mib_is_within_the_default_body_limit(dep
     # cannot tell from sealed messages, are enough for the body's size.
     at_cap = dep.post_ciphertexts([os.urandom(CIPHERTEXT_LENGTH) for _ in range(cap)])
     assert at_cap.status_code == 200, at_cap.text
-    over = httpx.post(dep.submissions_url, content=b"x" * (limit + 1), timeout=60)
+    over = httpx.post(
+        dep.submissions_url,
+        content=b"x" * (limit + 1),
+        headers={"Content-Type": "application/json"},
+        timeout=60,
+    )
     assert over.status_code == 413 and over.json()["reason"] == "body_too_large"

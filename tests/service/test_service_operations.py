@@ -33,6 +33,7 @@ from shuffledp.service.task import TASK_FORMAT, new_id
 from shuffledp.service.wire import SUITE_NAMES, WIRE_VERSION, b64encode
 
 HERE = Path(__file__).parent
+JSON = {"Content-Type": "application/json"}  # every POST body must say it is JSON (else 415)
 
 
 def _families(text: str) -> dict[str, object]:
@@ -92,7 +93,8 @@ def test_prometheus_metrics_are_the_json_counters_plus_latency(deploy):
     wait_until(lambda: dep.shuffler_metrics()["batches_unsent"] == 0, what="batch sent")
     # refusals a client can provoke, with paths and bodies of its choosing
     junk = f"zz{uuid.uuid4().hex}"
-    assert httpx.post(dep.submissions_url, content=b"{", timeout=10).status_code == 400
+    malformed = httpx.post(dep.submissions_url, content=b"{", headers=JSON, timeout=10)
+    assert malformed.status_code == 400
     other_task = f"{dep.shuffler.url}/v1/tasks/{junk}/submissions"
     assert httpx.post(other_task, json={}, timeout=10).status_code == 404
     assert httpx.get(f"{dep.shuffler.url}/{junk}", timeout=10).status_code == 404
@@ -212,7 +214,9 @@ def test_json_bodies_other_than_utf8_are_refused(deploy, encoding):
     assert refused.status_code == 400 and "UTF-8" in refused.json()["error"], refused.text
     assert dep.shuffler_metrics()["users_waiting"] == 0
     # the same document in UTF-8 is accepted
-    accepted = httpx.post(dep.submissions_url, content=text.encode("utf-8"), timeout=10)
+    accepted = httpx.post(
+        dep.submissions_url, content=text.encode("utf-8"), headers=JSON, timeout=10
+    )
     assert accepted.status_code == 200, accepted.text
     assert dep.shuffler_metrics()["users_waiting"] == 1
 
@@ -444,7 +448,7 @@ def test_a_service_configured_by_environment_variables_flags_winning(tmp_path):
         big = httpx.post(
             f"{service.url}/v1/batches",
             content=b"x" * 20_001,
-            headers={"Authorization": f"Bearer {dep.forward_token}"},
+            headers={"Authorization": f"Bearer {dep.forward_token}", **JSON},
             timeout=10,
         )
         assert big.status_code == 413 and "20000" in big.json()["error"]
