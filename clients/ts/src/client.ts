@@ -1,0 +1,239 @@
+/**
+ * The client: randomize one user's value, seal every message, post to the shuffler, as
+ * service/client.py's `Client` does.
+ *
+ * A submission has a random 128-bit id (32 hex digits) and, when the task admits one
+ * submission per client, the client's token. Before anything is sealed the message count is
+ * checked against the task's `max_messages_per_submission` (an honest client exceeds it
+ * with probability at most 1e-30: that user then does not submit).
+ *
+ * Retries. A network error, a timeout, HTTP 429 or a 5xx is retried with exponential
+ * backoff and jitter, resending the SAME submission ids and ciphertexts (never randomizing
+ * again): the shuffler stores a submission id once, so a user is counted once whatever the
+ * network did. Other 4xx answers are final ({@link SubmissionRejectedError}).
+ *
+ * Trust. The client encrypts to the public key in the task document it is given: ship the
+ * document with the client, or pin its digest (`expectedDigest`).
+ */
+import { base64Encode, hex } from "./encoding.js";
+import { InputError, ShufflerUnavailableError, SubmissionRejectedError } from "./errors.js";
+import { Random, type RandomSource } from "./random.js";
+import { type Task, checkDigest, clientProtocol, indexOf } from "./task.js";
+import { type KemChoice, MessageSealer } from "./wire.js";
+
+/** `format` of a submissions request (service/shuffler.py's SUBMISSIONS_FORMAT). */
+export const SUBMISSIONS_FORMAT = "shuffledp-submissions/1";
+/** The shuffler's default request body limit (service/shuffler.py's DEFAULT_MAX_BODY_BYTES). */
+export const DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
+/** One user's submission as the client built it. */
+export interface Submission {
+  /** The idempotency key: 32 lowercase hex digits. */
+  readonly submissionId: string;
+  /** The sealed messages, as sent (53 bytes each). */
+  readonly ciphertexts: readonly Uint8Array[];
+  /** The plaintext message indices: they stay on the device (for tests and audits only). */
+  readonly messages: readonly number[];
+  /** The client token, if the task wants one. */
+  readonly token?: string;
+}
+
+/** The shuffler's answer to an accepted request. */
+export interface Accepted {
+  readonly status: string;
+  readonly submission_ids?: readonly string[];
+  readonly [key: string]: unknown;
+}
+
+export interface ClientOptions {
+  /** The shuffler's base URL (`https://host:port`). */
+  readonly shufflerUrl: string;
+  /** The client token, when the task admits one submission per client. */
+  readonly token?: string;
+  /** Expected SHA-256 of the task (hex): refuse any other task. */
+  readonly expectedDigest?: string;
+  /** Randomness of the randomizer (default: `crypto.getRandomValues`). Tests only. */
+  readonly random?: RandomSource;
+  /** Give up retrying after this many seconds (default 60). */
+  readonly retrySeconds?: number;
+  /** Seconds per HTTP attempt (default 30). */
+  readonly timeoutSeconds?: number;
+  /** Largest body {@link Client.requests} groups submissions into (default 4 MiB). */
+  readonly maxRequestBytes?: number;
+  /** The fetch to use (default `globalThis.fetch`). */
+  readonly fetch?: typeof fetch;
+  /** Which X25519 implementation seals (default: WebCrypto's where available). */
+  readonly kem?: KemChoice;
+}
+
+/** The JSON of one submission in a request. */
+export function submissionJson(submission: Submission): Record<string, unknown> {
+  const item: Record<string, unknown> = {
+    submission_id: submission.submissionId,
+    ciphertexts: submission.ciphertexts.map(base64Encode),
+  };
+  if (submission.token !== undefined) item.token = submission.token;
+  return item;
+}
+
+/** The body of one request carrying `submissions`. */
+export function requestBody(submissions: readonly Submission[]): string {
+  return JSON.stringify({ format: SUBMISSIONS_FORMAT, submissions: submissions.map(submissionJson) });
+}
+
+/** A new random 128-bit id: 32 lowercase hex digits (from crypto.getRandomValues). */
+export function newId(): string {
+  return hex(globalThis.crypto.getRandomValues(new Uint8Array(16)));
+}
+
+const sleep = (seconds: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+
+/** Submits users' values for one task to a shuffler. */
+export class Client {
+  readonly url: string;
+  private readonly random: Random;
+  private readonly retrySeconds: number;
+  private readonly timeoutSeconds: number;
+  readonly maxRequestBytes: number;
+  private readonly fetcher: typeof fetch;
+
+  private constructor(
+    readonly task: Task,
+    private readonly sealer: MessageSealer,
+    private readonly options: ClientOptions,
+  ) {
+    this.url = `${options.shufflerUrl.replace(/\/+$/, "")}/v1/tasks/${task.taskId}/submissions`;
+    this.random = new Random(options.random);
+    this.retrySeconds = options.retrySeconds ?? 60;
+    this.timeoutSeconds = options.timeoutSeconds ?? 30;
+    this.maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
+    this.fetcher = options.fetch ?? globalThis.fetch.bind(globalThis);
+  }
+
+  /**
+   * A client of `task` (checked against `expectedDigest` when given).
+   *
+   * @throws TaskError if the digest differs; SecureContextError on an insecure page.
+   */
+  static async create(task: Task, options: ClientOptions): Promise<Client> {
+    if (!/^https?:\/\//.test(options.shufflerUrl)) {
+      throw new InputError(`the shuffler's URL must be http(s)://, got ${JSON.stringify(options.shufflerUrl)}`);
+    }
+    if (options.expectedDigest !== undefined) await checkDigest(task, options.expectedDigest);
+    const sealer = await MessageSealer.create(task.publicKey, task.taskId, task.messageDomainSize, options.kem ?? "auto");
+    return new Client(task, sealer, options);
+  }
+
+  /** Which X25519 implementation seals. */
+  get kem(): "webcrypto" | "pure-js" {
+    return this.sealer.kem;
+  }
+
+  /**
+   * Randomize and seal one user's value (a domain label); nothing is sent.
+   *
+   * @throws TaskError if the value is not in the domain; InputError if the task wants a
+   *   token and none is given; MessageBoundError if the randomizer drew more messages than
+   *   the task's bound (the user does not submit).
+   */
+  async prepare(value: string, token: string | undefined = this.options.token): Promise<Submission> {
+    const task = this.task;
+    const index = indexOf(task, value);
+    if (task.oneSubmissionPerClient && token === undefined) {
+      throw new InputError("this task admits one submission per client: a client token is needed");
+    }
+    const messages = clientProtocol(task).randomize(index, task.domain.length, task.parameters, this.random, task.maxMessagesPerSubmission);
+    const ciphertexts = await this.sealer.sealAll(messages);
+    const submission: Submission = { submissionId: newId(), ciphertexts, messages };
+    return token === undefined ? submission : { ...submission, token };
+  }
+
+  /** Randomize and seal many users' values, each as its own user (own randomness, id, token). */
+  async prepareMany(values: readonly string[], tokens?: readonly string[]): Promise<Submission[]> {
+    if (tokens !== undefined && tokens.length !== values.length) throw new InputError("give one token per value");
+    const out: Submission[] = [];
+    for (let i = 0; i < values.length; i++) out.push(await this.prepare(values[i] as string, tokens === undefined ? this.options.token : tokens[i]));
+    return out;
+  }
+
+  /**
+   * Group submissions, in order, into requests of at most `perRequest` submissions and
+   * {@link maxRequestBytes} bytes (a single larger submission goes alone).
+   */
+  requests(submissions: readonly Submission[], perRequest: number): Submission[][] {
+    if (!Number.isInteger(perRequest) || perRequest < 1) throw new InputError(`perRequest must be an integer >= 1, got ${perRequest}`);
+    const envelope = requestBody([]).length; // with k items: envelope + Σ(item + 1) − 1
+    const groups: Submission[][] = [];
+    let size = 0;
+    for (const submission of submissions) {
+      const item = JSON.stringify(submissionJson(submission)).length + 1;
+      const group = groups[groups.length - 1];
+      if (group === undefined || group.length >= perRequest || envelope + size + item - 1 > this.maxRequestBytes) {
+        groups.push([submission]);
+        size = item;
+      } else {
+        group.push(submission);
+        size += item;
+      }
+    }
+    return groups;
+  }
+
+  /**
+   * Post prepared submissions in one request, retrying transient failures with the same body.
+   *
+   * @throws SubmissionRejectedError on a final refusal; ShufflerUnavailableError if the
+   *   retries ran out.
+   */
+  async post(submissions: readonly Submission[]): Promise<Accepted> {
+    const body = requestBody(submissions);
+    const deadline = Date.now() + this.retrySeconds * 1000;
+    let attempt = 0;
+    for (;;) {
+      let problem: string;
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(), this.timeoutSeconds * 1000);
+      try {
+        const response = await this.fetcher(this.url, {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body,
+          signal: abort.signal,
+        });
+        const text = await response.text();
+        if (response.ok) return JSON.parse(text) as Accepted;
+        if (response.status !== 429 && response.status < 500) {
+          let reason = "unknown";
+          let detail = text.slice(0, 200);
+          try {
+            const info = JSON.parse(text) as { reason?: unknown; error?: unknown };
+            reason = String(info.reason);
+            detail = String(info.error);
+          } catch {
+            // not JSON: keep the text
+          }
+          throw new SubmissionRejectedError(response.status, reason, detail);
+        }
+        problem = `HTTP ${response.status}`;
+      } catch (exc) {
+        if (exc instanceof SubmissionRejectedError) throw exc;
+        problem = `${(exc as Error).name}: ${(exc as Error).message}`;
+      } finally {
+        clearTimeout(timer);
+      }
+      attempt += 1;
+      const pause = Math.min(5, 0.05 * 2 ** attempt) * (0.5 + this.random.unitInterval() / 2);
+      if (Date.now() + pause * 1000 > deadline) {
+        throw new ShufflerUnavailableError(`shuffler at ${this.url} unavailable after ${attempt} attempts (${problem})`);
+      }
+      await sleep(pause);
+    }
+  }
+
+  /** Randomize, seal and post one user's value; resolve once the shuffler stored it durably. */
+  async submit(value: string): Promise<Submission> {
+    const submission = await this.prepare(value);
+    await this.post([submission]);
+    return submission;
+  }
+}

@@ -1,0 +1,37 @@
+/** The schema copies are the Python package's files; the bundle embeds them faithfully. */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { JsonNumber } from "../src/json.js";
+import { SchemaError, validate } from "../src/schema.js";
+import { SCHEMA_DOCUMENTS } from "../src/schemas.generated.js";
+import { PACKAGE, REPOSITORY } from "./paths.js";
+
+// @ts-expect-error -- a plain .mjs module of the build scripts, without types
+const { SCHEMA_FILES, embedded } = (await import("../../scripts/schema-embed.mjs")) as {
+  SCHEMA_FILES: string[];
+  embedded: (documents: Map<string, unknown>) => Record<string, unknown>;
+};
+
+describe("schemas", () => {
+  it("schemas/ holds byte-identical copies of the Python package's schema files", () => {
+    for (const name of SCHEMA_FILES) {
+      const copy = readFileSync(join(PACKAGE, "schemas", name));
+      const original = readFileSync(join(REPOSITORY, "src", "shuffledp", "schemas", name));
+      assert.ok(copy.equals(original), `${name} differs from src/shuffledp/schemas/${name}: run npm run sync-schemas`);
+    }
+  });
+
+  it("the embedded schemas are the copies less annotations and unused definitions", () => {
+    const documents = new Map(SCHEMA_FILES.map((name) => [name, JSON.parse(readFileSync(join(PACKAGE, "schemas", name), "utf8")) as unknown]));
+    assert.deepEqual(SCHEMA_DOCUMENTS, embedded(documents));
+  });
+
+  it("a keyword outside the supported subset is an error, not skipped", () => {
+    assert.throws(
+      () => validate("urn:shuffledp:schema:defs:2#/$defs/nope", JsonNumber.int(1)),
+      (exc: unknown) => exc instanceof SchemaError && /unresolvable/.test(exc.message),
+    );
+  });
+});
