@@ -31,13 +31,13 @@ from shuffledp._validation import (
     check_int,
     check_probability,
 )
-from shuffledp.accounting.certificates.flip import flip_delta, flip_delta_lower_bound
+from shuffledp.accounting.certificates.flip import _flip_delta, flip_delta_lower_bound
 from shuffledp.accounting.certificates.krr import (
     ALL_SPLITS_UP_TO,
     LOG_RANGE,
+    _krr_delta,
+    _krr_delta_curve,
     krr_binary_split_delta,
-    krr_delta,
-    krr_delta_curve,
     krr_delta_homogeneous,
     krr_delta_two_count_marginal,
     krr_probabilities,
@@ -454,11 +454,12 @@ METHODS: dict[str, Method] = {
             BoundKind.UPPER,
             "this package: k-RR blanket with exact inner divergence"
             " (shuffledp.accounting.certificates.krr)",
-            lambda e, m: _ok(krr_delta(e, _eps0(m), m.k or 2, m.n)),
+            # The Mechanism checked ε₀, k and n, the public question ε: the kernels.
+            lambda e, m: _ok(_krr_delta(e, _eps0(m), m.k or 2, m.n)),
             "holds for every dataset",
             hint="krr-two-count",
-            deciding_fn=lambda e, m, t: _ok(krr_delta(e, _eps0(m), m.k or 2, m.n, target=t)),
-            curve_fn=lambda e, m: krr_delta_curve(e, _eps0(m), m.k or 2, m.n),
+            deciding_fn=lambda e, m, t: _ok(_krr_delta(e, _eps0(m), m.k or 2, m.n, target=t)),
+            curve_fn=lambda e, m: _krr_delta_curve(e, _eps0(m), m.k or 2, m.n),
             guess_pair=_krr_pair,
         ),
         Method(
@@ -503,7 +504,7 @@ METHODS: dict[str, Method] = {
             ("flip",),
             BoundKind.UPPER,
             "this package: exact FLIP divergence with the n*k fake reports as blanket",
-            lambda e, m: _ok(flip_delta(e, m.q or 0.0, m.fake_users or 0, m.n)),
+            lambda e, m: _ok(_flip_delta(e, m.q or 0.0, m.fake_users or 0, m.n)),
             "holds for every dataset",
         ),
         Method(

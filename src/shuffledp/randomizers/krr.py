@@ -32,8 +32,13 @@ def krr_probabilities(epsilon0: float, k: int) -> tuple[float, float]:
     computed from e^{−ε₀} so that neither overflows and each is within 4
     rounding units of the truth (b underflows to 0 only beyond ε₀ ≈ 745).
     """
-    epsilon0 = check_epsilon(epsilon0, "epsilon0")
-    k = check_int(k, "k", minimum=2)
+    return krr_probabilities_unchecked(
+        check_epsilon(epsilon0, "epsilon0"), check_int(k, "k", minimum=2)
+    )
+
+
+def krr_probabilities_unchecked(epsilon0: float, k: int) -> tuple[float, float]:
+    """:func:`krr_probabilities` on checked ε₀ > 0 and k ≥ 2 (what the accountant's loops call)."""
     shrink = math.exp(-epsilon0)
     denom = 1.0 + (k - 1) * shrink
     return 1.0 / denom, shrink / denom

@@ -86,7 +86,7 @@ from shuffledp.accounting.numerics.hockey_stick import certified_hockey_stick
 from shuffledp.accounting.numerics.iid_blanket import IidBlanket, iid_blanket_delta
 from shuffledp.accounting.numerics.mixture import mixture_curve, mixture_delta
 from shuffledp.accounting.numerics.two_counts import Rounding, TwoCountPair, two_count_delta
-from shuffledp.randomizers.krr import krr_probabilities
+from shuffledp.randomizers.krr import krr_probabilities, krr_probabilities_unchecked
 
 __all__ = [
     "ALL_SPLITS_UP_TO",
@@ -121,12 +121,12 @@ def _in_range(epsilon0: float, k: int) -> tuple[float, float]:
             f"(epsilon0 + ln k <= {LOG_RANGE:g}: beyond it 1/(e^epsilon0 + k - 1) < 1e-300); "
             "for epsilon >= epsilon0 the local guarantee alone gives delta = 0"
         )
-    return krr_probabilities(epsilon0, k)
+    return krr_probabilities_unchecked(epsilon0, k)
 
 
 def _not_a(epsilon0: float, k: int) -> float:
     """1 − a = (k − 1)·b, computed directly."""
-    return (k - 1) * krr_probabilities(epsilon0, k)[1]
+    return (k - 1) * krr_probabilities_unchecked(epsilon0, k)[1]
 
 
 def krr_two_count_pair(epsilon0: float, k: int, n: int) -> TwoCountPair:
@@ -200,6 +200,20 @@ def krr_delta(
     epsilon0 = check_epsilon(epsilon0, "epsilon0")
     k = check_int(k, "k", minimum=2)
     n = check_int(n, "n", minimum=1)
+    return _krr_delta(epsilon, epsilon0, k, n, rounding=rounding, tail=tail, target=target)
+
+
+def _krr_delta(
+    epsilon: float,
+    epsilon0: float,
+    k: int,
+    n: int,
+    *,
+    rounding: Rounding = "up",
+    tail: float = DEFAULT_TAIL,
+    target: float | None = None,
+) -> float:
+    """:func:`krr_delta` on checked inputs: what the registry's searches evaluate."""
     if epsilon >= epsilon0:
         return 0.0
     window, pair_at = _blanket_mixture(epsilon0, k, n, tail)
@@ -218,9 +232,16 @@ def krr_delta_curve(
     e0 = check_epsilon(epsilon0, "epsilon0")
     k = check_int(k, "k", minimum=2)
     n = check_int(n, "n", minimum=1)
-    window, pair_at = _blanket_mixture(e0, k, n, tail)
-    curve = mixture_curve(window, pair_at, min(epsilon, e0), tail=tail)
-    return lambda e: 0.0 if e >= e0 else curve(e)
+    return _krr_delta_curve(epsilon, e0, k, n, tail=tail)
+
+
+def _krr_delta_curve(
+    epsilon: float, epsilon0: float, k: int, n: int, *, tail: float = DEFAULT_TAIL
+) -> Callable[[float], float]:
+    """:func:`krr_delta_curve` on checked inputs (the curve itself checks nothing)."""
+    window, pair_at = _blanket_mixture(epsilon0, k, n, tail)
+    curve = mixture_curve(window, pair_at, min(epsilon, epsilon0), tail=tail)
+    return lambda e: 0.0 if e >= epsilon0 else curve(e)
 
 
 def _blanket_mixture(
