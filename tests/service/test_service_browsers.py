@@ -303,6 +303,11 @@ def test_the_analyzer_takes_json_batches_only(deploy):
     assert stranger.status_code == 401
     assert dep.analyzer_metrics()["rejected"] == {"unsupported_media_type": 2, "missing_bearer": 1}
     assert dep.analyzer_metrics().get("batches_received", 0) == 0
+    # the analyzer answers no browser: no CORS header, whatever the Origin
+    for path in ("/v1/task", "/v1/health"):
+        got = httpx.get(f"{dep.analyzer.url}{path}", headers={"Origin": ALLOWED_ORIGIN})
+        assert got.status_code == 200 and cors_headers(got) == {}
+    assert preflight(url, ALLOWED_ORIGIN).status_code == 405
 
 
 def test_the_python_client_and_the_forwarding_send_json(deploy):
