@@ -46,11 +46,14 @@ INDICES = [(0, 5), (4, 5), (1, 10), (255, 512), (256, 512), (65_535, 2**17), (2*
 
 
 def fixed_key() -> X25519PrivateKey:
+    """The vectors' key pair: fixed, so the file changes only when the format does."""
     return X25519PrivateKey.from_private_bytes(hashlib.sha256(b"shuffledp ts vectors").digest())
 
 
-def document(public_key: str, protocol: str, domain: list[str], parameters: dict[str, Any],
-             **fields: Any) -> dict[str, Any]:
+def document(
+    public_key: str, protocol: str, domain: list[str], parameters: dict[str, Any], **fields: Any
+) -> dict[str, Any]:
+    """A task document of this protocol under the vectors' key, ``fields`` replaced."""
     doc = {
         "schema": TASK_SCHEMA,
         "format": TASK_FORMAT,
@@ -74,6 +77,7 @@ def document(public_key: str, protocol: str, domain: list[str], parameters: dict
 
 
 def task_vectors(public_key: str) -> list[dict[str, Any]]:
+    """Task documents as text, with Python's digest and the canonical JSON it hashes."""
     labels = ["caf\u00e9", "\u65e5\u672c", "\U0001f600", 'quote"', "back\\slash", "tab\there",
               "del\u007fete", "\u00a0nbsp", "plain"]  # fmt: skip
     cases: list[tuple[str, str]] = [
@@ -93,13 +97,11 @@ def task_vectors(public_key: str) -> list[dict[str, Any]]:
                      {"q": 4.2598270539284086e-05, "fake_users": 100, "calibration": "exact"},
                      epsilon=1e16, delta=0.0001, max_messages_per_submission=19), indent=2)),
         ("augmented sbin: beta written as the integer 1 (a float to Python's spec)",
-         '{"schema": "%s", "format": "%s", "task_id": "%s", "protocol": "augmented", '
-         '"domain": ["p", "q", "r"], "domain_source": "declared", "parameters": {"variant": '
-         '"sbin", "beta": 1, "trials": 40, "calibration": "fixed"}, "epsilon": 1, "delta": '
-         '1E-6, "min_batch_users": 2, "max_messages_per_submission": 1, '
-         '"one_submission_per_client": true, "message_format": 1, "hpke": %s, '
-         '"public_key": "%s", "shuffledp_version": "0.3.0"}'
-         % (TASK_SCHEMA, TASK_FORMAT, TASK_ID, json.dumps(dict(SUITE_NAMES)), public_key)),
+         json.dumps(document(public_key, "augmented", ["p", "q", "r"],
+                             {"variant": "sbin", "beta": 1.0, "trials": 40, "calibration": "fixed"},
+                             epsilon=1.0, min_batch_users=2, one_submission_per_client=True))
+         .replace('"beta": 1.0', '"beta": 1').replace('"epsilon": 1.0', '"epsilon": 1')
+         .replace('"delta": 1e-06', '"delta": 1E-6')),
         ("augmented sageo: q_left written as 0, a key repeated (the last one counts)",
          json.dumps(document(public_key, "augmented", ["u", "v"],
                              {"variant": "sageo", "beta": 0.75, "nu": 3, "q_left": 0.5,
@@ -116,6 +118,7 @@ def task_vectors(public_key: str) -> list[dict[str, Any]]:
 
 
 def main() -> int:
+    """Write test/vectors/wire.json."""
     key = fixed_key()
     public_key = public_key_to_b64(key.public_key())
     sealed = []
@@ -129,7 +132,8 @@ def main() -> int:
         })  # fmt: skip
     other = MessageSealer(key.public_key(), OTHER_TASK_ID, 5).seal(2)
     vectors = {
-        "about": "Written by clients/ts/scripts/make_wire_vectors.py (Python's shuffledp.service.wire "
+        "about": "Written by clients/ts/scripts/make_wire_vectors.py (Python's "
+        "shuffledp.service.wire "
         "and Task.digest); the key pair is fixed and protects nothing.",
         "private_key": private_key_to_b64(key),
         "public_key": public_key,

@@ -166,6 +166,13 @@ export function validate(id: string, instance: JsonValue): Violation[] {
   return out;
 }
 
+/** Every violation of `instance` against a schema given as a value (refs resolve among the shipped ones). */
+export function validateWith(schema: Schema, base: string, instance: JsonValue): Violation[] {
+  const out: Violation[] = [];
+  check(schema, base, instance, "", out);
+  return out;
+}
+
 function check(schema: Schema, base: string, value: JsonValue, path: string, out: Violation[]): void {
   if (schema === true) return;
   if (schema === false) {

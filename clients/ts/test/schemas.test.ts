@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { JsonNumber } from "../src/json.js";
-import { SchemaError, validate } from "../src/schema.js";
+import { SchemaError, validate, validateWith } from "../src/schema.js";
 import { SCHEMA_DOCUMENTS } from "../src/schemas.generated.js";
 import { PACKAGE, REPOSITORY } from "./paths.js";
 
@@ -29,6 +29,11 @@ describe("schemas", () => {
   });
 
   it("a keyword outside the supported subset is an error, not skipped", () => {
+    assert.throws(
+      () => validateWith({ type: "integer", multipleOf: 2 }, "urn:test", JsonNumber.int(3)),
+      (exc: unknown) => exc instanceof SchemaError && /keyword multipleOf is not supported/.test(exc.message),
+    );
+    assert.deepEqual(validateWith({ type: "integer", minimum: 2 }, "urn:test", JsonNumber.int(3)), []);
     assert.throws(
       () => validate("urn:shuffledp:schema:defs:2#/$defs/nope", JsonNumber.int(1)),
       (exc: unknown) => exc instanceof SchemaError && /unresolvable/.test(exc.message),

@@ -212,3 +212,15 @@ export class ScriptedRandom {
     return this.at;
   }
 }
+
+/** NB(s, q)'s pmf: P(0) = (1 − q)^s, P(k + 1) = P(k)·q·(k + s)/(k + 1). */
+export function nbPmf(shape: number, q: number, cells: number): number[] {
+  const out: number[] = [];
+  let p = Math.pow(1 - q, shape);
+  for (let k = 0; k < cells; k++) {
+    out.push(p);
+    p *= (q * (k + shape)) / (k + 1);
+  }
+  return out;
+}
+
