@@ -349,14 +349,6 @@ def test_krr_delta_checks_each_input_once() -> None:
     assert max(tallies[0].door.values()) <= 2, dict(tallies[0].callers)
 
 
-#: What still checks the user's inputs at every step of its search: the segmented search
-#: calls the public level_delta (certificates/segmented.py) and poisson_delta
-#: (certificates/poisson.py). (The methods registry's k-RR and FLIP searches call the
-#: kernels _krr_delta, _krr_delta_curve and _flip_delta since issue 25.)
-_THROUGH_PUBLIC = pytest.mark.xfail(
-    strict=True,
-    reason="the search evaluates a public, checking function per step (see _THROUGH_PUBLIC)",
-)
 
 
 def test_calibrate_krr_checks_nothing_per_step() -> None:
@@ -384,7 +376,6 @@ def test_amplified_epsilon_checks_nothing_per_step() -> None:
     _assert_checked_at_the_door(tallies, total=10, each=2)
 
 
-@_THROUGH_PUBLIC
 def test_calibrate_level_checks_nothing_per_step() -> None:
     from shuffledp.accounting.certificates import segmented
 
@@ -392,7 +383,7 @@ def test_calibrate_level_checks_nothing_per_step() -> None:
         lambda delta: segmented.calibrate_level(
             1.0, delta, message_domain=11, items=2, n=1000, blanket_rate=0.1
         ),
-        (segmented, "level_delta"),
+        (segmented, "_level_delta"),
         (1e-6, 1e-10),
     )
     _assert_checked_at_the_door(tallies, total=10, each=2)

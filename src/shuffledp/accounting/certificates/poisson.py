@@ -103,6 +103,20 @@ def poisson_delta(
     lam, d, n_msg, gamma = check_poisson_parameters(
         report_probability, domain_size, blanket_messages, blanket_probability
     )
+    return _poisson_delta(epsilon, lam, d, n_msg, gamma, rounding=rounding, target=target)
+
+
+def _poisson_delta(
+    epsilon: float,
+    lam: float,
+    d: int,
+    n_msg: int,
+    gamma: float,
+    *,
+    rounding: Rounding = "up",
+    target: float | None = None,
+) -> float:
+    """:func:`poisson_delta` on checked inputs (λ and γ at most 1): what searches evaluate."""
     window, pair_at, weight_error = _received_mixture(lam, d, n_msg, gamma)
     return mixture_delta(
         window, pair_at, epsilon, rounding=rounding, weight_error=weight_error, target=target

@@ -53,7 +53,10 @@ from shuffledp._validation import (
     check_probability,
     check_rounding,
 )
-from shuffledp.accounting.certificates.poisson import poisson_delta
+from shuffledp.accounting.certificates.poisson import (
+    _poisson_delta,
+    check_poisson_parameters,
+)
 from shuffledp.accounting.numerics.binomial import (
     DEFAULT_TAIL,
     Window,
@@ -133,13 +136,36 @@ def item_delta(
     lam = check_probability(report_probability, "report_probability", high=1.0 + 1e-12)
     d = check_int(message_domain, "message_domain", minimum=2)
     variant = check_variant(variant)
+    _, _, potential, gamma = check_poisson_parameters(
+        lam, d, potential_blanket, blanket_probability
+    )
+    return _item_delta(
+        epsilon, lam, d, potential, gamma, variant=variant, rounding=rounding, target=target
+    )
+
+
+def _item_delta(
+    epsilon: float,
+    lam: float,
+    d: int,
+    potential_blanket: int,
+    blanket_probability: float,
+    *,
+    variant: Variant,
+    rounding: Literal["up", "down"] = "up",
+    target: float | None = None,
+) -> float:
+    """:func:`item_delta` on checked inputs: what :func:`calibrate_level`'s search evaluates."""
+    if lam == 0:
+        return 0.0
+    lam = min(1.0, lam)
     if variant == "paper":
-        return poisson_delta(
+        return _poisson_delta(
             epsilon,
             lam,
             d,
             potential_blanket,
-            blanket_probability=blanket_probability,
+            blanket_probability,
             rounding=rounding,
             target=target,
         )
@@ -176,7 +202,11 @@ def group_delta(item: float, item_epsilon: float, items: int) -> float:
     P[M(X_0) ∈ S] ≤ e^{sε′}P[M(X_s) ∈ S] + δ′·Σ_{j<s} e^{jε′} (Dwork & Roth,
     Thm 2.2's chain, with the geometric sum kept exact).
     """
-    s = check_int(items, "items", minimum=1)
+    return _group_delta(item, item_epsilon, check_int(items, "items", minimum=1))
+
+
+def _group_delta(item: float, item_epsilon: float, s: int) -> float:
+    """:func:`group_delta` on a checked number of slots s ≥ 1."""
     if item <= 0.0:
         return 0.0
     if s == 1:
@@ -208,18 +238,28 @@ def level_delta(
     epsilon = check_epsilon(epsilon)
     s = check_int(items, "items", minimum=1)
     potential, gamma = blanket_tries(n, blanket_rate)
-    item_eps = epsilon / s
-    item_target = None if target is None else target / _group_factor(item_eps, s)
-    per_item = item_delta(
-        item_eps,
-        report_probability,
-        message_domain=message_domain,
-        potential_blanket=potential,
-        blanket_probability=gamma,
-        variant=variant,
-        target=item_target,
-    )
-    return group_delta(per_item, item_eps, s)
+    if report_probability == 0:
+        return 0.0
+    lam = check_probability(report_probability, "report_probability", high=1.0 + 1e-12)
+    d = check_int(message_domain, "message_domain", minimum=2)
+    return _level_delta(epsilon, lam, d, s, potential, gamma, check_variant(variant), target)
+
+
+def _level_delta(
+    epsilon: float,
+    lam: float,
+    d: int,
+    items: int,
+    potential: int,
+    gamma: float,
+    variant: Variant,
+    target: float | None = None,
+) -> float:
+    """:func:`level_delta` on checked inputs: slots at ε/s, then :func:`group_delta`."""
+    item_eps = epsilon / items
+    item_target = None if target is None else target / _group_factor(item_eps, items)
+    per_item = _item_delta(item_eps, lam, d, potential, gamma, variant=variant, target=item_target)
+    return _group_delta(per_item, item_eps, items)
 
 
 def calibrate_level(
@@ -253,30 +293,17 @@ def calibrate_level(
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
+    s = check_int(items, "items", minimum=1)
+    d = check_int(message_domain, "message_domain", minimum=2)
+    potential, gamma = blanket_tries(n, blanket_rate)
+    variant = check_variant(variant)
+    # Checked once here: the search evaluates the kernel at every λ it tries.
 
     def passes(lam: float) -> bool:
-        value = level_delta(
-            epsilon,
-            lam,
-            message_domain=message_domain,
-            items=items,
-            n=n,
-            blanket_rate=blanket_rate,
-            variant=variant,
-            target=delta,
-        )
-        return value <= delta
+        return _level_delta(epsilon, lam, d, s, potential, gamma, variant, delta) <= delta
 
     def public(lam: float) -> float:
-        return level_delta(
-            epsilon,
-            lam,
-            message_domain=message_domain,
-            items=items,
-            n=n,
-            blanket_rate=blanket_rate,
-            variant=variant,
-        )
+        return _level_delta(epsilon, lam, d, s, potential, gamma, variant)
 
     bracketed = start is not None and failing is not None and 0.0 < start < failing <= 1.0
     if not bracketed and public(1.0) <= delta:
