@@ -350,9 +350,7 @@ def _compares_a_protocol_name(node: ast.AST) -> bool:
         or (isinstance(side, ast.Attribute) and side.attr == "protocol")
         for side in sides
     )
-    literal = any(
-        isinstance(side, ast.Constant | ast.Tuple | ast.List | ast.Set) for side in sides
-    )
+    literal = any(isinstance(side, ast.Constant | ast.Tuple | ast.List | ast.Set) for side in sides)
     return named and literal
 
 

@@ -21,10 +21,10 @@ from shuffledp.accounting.certificates.segmented import error_bound
 from shuffledp.accounting.composition.compose import reports_from_json
 from shuffledp.baselines.subexp_shuffle import calibrate_subexp_shuffle
 from shuffledp.cli import main
-from shuffledp.release.document import ReleaseContext, run_to_dict
 from shuffledp.data.domains import check_domain_source
 from shuffledp.protocols.krr import KRRProtocol
 from shuffledp.protocols.segmented import LevelCounts, aggregate_levels
+from shuffledp.release.document import ReleaseContext, run_to_dict
 from shuffledp.service.task import Task, TaskError, create_task
 from shuffledp.specs import AugmentedSpec, SpecError, spec_class
 

@@ -349,8 +349,6 @@ def test_krr_delta_checks_each_input_once() -> None:
     assert max(tallies[0].door.values()) <= 2, dict(tallies[0].callers)
 
 
-
-
 def test_calibrate_krr_checks_nothing_per_step() -> None:
     from shuffledp.protocols.krr import calibrate_krr
 
