@@ -2,7 +2,8 @@
 //   shuffledp-client.min.js        the client (ESM, minified), from src/index.ts;
 //   shuffledp-x25519-fallback.min.js  @hpke/dhkem-x25519, the pure-JS X25519, self-contained:
 //                                  imported (relative to the client's URL) only by a browser
-//                                  whose WebCrypto lacks X25519, so others never download it.
+//                                  whose WebCrypto lacks X25519, so others never download it;
+//   *.LEGAL.txt                    the bundled packages' license comments (noble-curves, MIT).
 import { build } from "esbuild";
 import { rmSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -10,7 +11,7 @@ import { fileURLToPath } from "node:url";
 
 const pkg = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const FALLBACK = "shuffledp-x25519-fallback.min.js";
-const common = { bundle: true, format: "esm", platform: "browser", target: ["es2022"], minify: true, legalComments: "eof", logLevel: "warning" };
+const common = { bundle: true, format: "esm", platform: "browser", target: ["es2022"], minify: true, legalComments: "external", logLevel: "warning" };
 
 rmSync(join(pkg, "dist"), { recursive: true, force: true });
 await build({

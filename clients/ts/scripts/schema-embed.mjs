@@ -11,8 +11,8 @@ export const SCHEMA_FILES = [
   "submission.schema.json",
 ];
 
-/** Keywords that never change a verdict (annotations): left out of the bundle. */
-const ANNOTATIONS = new Set(["description", "title", "$comment"]);
+/** Keywords that never change a verdict (annotations, the dialect URL): left out of the bundle. */
+const ANNOTATIONS = new Set(["description", "title", "$comment", "$schema"]);
 
 /**
  * The documents the bundle embeds, by file name: each schema without its annotations
