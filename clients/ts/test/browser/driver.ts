@@ -31,7 +31,7 @@ export async function runPage(url: string, seconds = 60): Promise<{ result: Reco
     executablePath: CHROMIUM,
     headless: true,
     pipe: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"],
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-crash-reporter", "--disable-breakpad"],
   });
   const console: string[] = [];
   try {
