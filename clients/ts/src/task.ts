@@ -96,6 +96,54 @@ function expectConst(tree: JsonObject, field: string, what: string): void {
   }
 }
 
+/** Largest min_batch_users (service/task.py's MAX_BATCH_USERS). */
+export const MAX_BATCH_USERS = 2 ** 40;
+
+/** 1 − e^{−ε/2}: the smallest β of an augmented SAGeo task at ε (randomizers/augmented.py's minimum_beta). */
+export function minimumBeta(epsilon: number): number {
+  return -Math.expm1(-epsilon / 2);
+}
+
+/**
+ * The number of distinct messages of a `protocol` task over `domainSize` bins.
+ *
+ * @throws TaskError if a message index would not fit the wire format's uint32 (Task.check).
+ */
+export function messageDomain(protocol: string, domainSize: number): number {
+  const size = (PROTOCOLS[protocol] as ClientProtocol).messageDomainSize(domainSize);
+  if (domainSize > MAX_INDEX || size - 1 > MAX_INDEX) throw new TaskError("task domain is too large for the message format");
+  return size;
+}
+
+/**
+ * Python's rules that the schemas do not state (Task.check, the specs' constructors and
+ * check_task), on a document the schemas accept; returns its message domain size.
+ */
+function checkBeyondSchema(doc: Record<string, unknown>, protocol: string): number {
+  const p = doc.parameters as Record<string, number | string>;
+  const fail = (message: string): never => {
+    throw new TaskError(`invalid task document: ${message}`);
+  };
+  const source = doc.domain_source as string;
+  if (!["declared", "file", "synthetic"].includes(source) && !/^(builtin|public):./s.test(source)) {
+    fail(`domain_source must be declared, file, synthetic, builtin:<name> or public:<name>, got ${JSON.stringify(source)}`);
+  }
+  const n = doc.min_batch_users as number;
+  if (n > MAX_BATCH_USERS) fail(`min_batch_users must be at most 2^40, got ${n}`);
+  if (protocol === "correlated" && p.min_honest !== n) {
+    fail(`a correlated task's parameters.min_honest must equal its min_batch_users (${n}), got ${p.min_honest}`);
+  }
+  if (protocol === "augmented") {
+    if ((p.q_right as number) <= 1e-300) fail(`q_right must be in (1e-300, 1), got ${p.q_right}`);
+    if ((p.trials as number) > 1e9) fail(`trials must be at most 10^9, got ${p.trials}`);
+    const low = minimumBeta(doc.epsilon as number);
+    if (p.variant === "sageo" && (p.beta as number) < low) {
+      fail(`an sageo task's beta must be at least 1 - e^(-epsilon/2) = ${low} at epsilon ${doc.epsilon as number}, got ${p.beta}`);
+    }
+  }
+  return messageDomain(protocol, (doc.domain as string[]).length);
+}
+
 function taskFromTree(tree: JsonValue): Task {
   if (!(tree instanceof Map)) throw new TaskError("a task document must be a JSON object");
   // What a client must never guess, each with its own error, before the full schema check.
@@ -111,7 +159,8 @@ function taskFromTree(tree: JsonValue): Task {
   }
   expectConst(tree, "message_format", "message_format");
   expectConst(tree, "hpke", "HPKE suite");
-  const violations = validate(TASK_SCHEMA, tree);
+  // A document of shuffledp 0.1 has no `schema` key; Python reads it (and keeps its digest).
+  const violations = validate(TASK_SCHEMA, tree.has("schema") ? tree : new Map([...tree, ["schema", TASK_SCHEMA]]));
   if (violations.length > 0) {
     const shown = violations.slice(0, 3).map((v) => `${v.path || "(document)"} ${v.message}`);
     throw new TaskError(`invalid task document: ${shown.join("; ")}`);
@@ -120,16 +169,7 @@ function taskFromTree(tree: JsonValue): Task {
   const parameters = doc.parameters as Parameters;
   const domain = doc.domain as string[];
   const minBatchUsers = doc.min_batch_users as number;
-  // The one cross-field rule the randomizer relies on (CorrelatedSpec.check_task).
-  if (protocol === "correlated" && parameters.min_honest !== minBatchUsers) {
-    throw new TaskError(
-      `invalid task document: a correlated task's parameters.min_honest must equal its min_batch_users ` +
-        `(${minBatchUsers}), got ${String(parameters.min_honest)}`,
-    );
-  }
-  const client = PROTOCOLS[protocol] as ClientProtocol;
-  const messageDomainSize = client.messageDomainSize(domain.length);
-  if (messageDomainSize - 1 > MAX_INDEX) throw new TaskError("task domain is too large for the message format");
+  const messageDomainSize = checkBeyondSchema(doc, protocol);
   return {
     taskId: doc.task_id as string,
     protocol,
@@ -163,6 +203,7 @@ function pythonView(tree: JsonObject, protocol: string): JsonObject {
     }
   }
   out.set("parameters", parameters);
+  out.set("message_format", JsonNumber.int(1)); // Task.to_dict writes WIRE_VERSION (1.0 reads as 1)
   return out;
 }
 

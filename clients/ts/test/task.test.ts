@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { PROTOCOLS, TaskError, loadTask, parseTask, supportedProtocols, taskDigest } from "../src/node.js";
+import { MAX_INDEX, PROTOCOLS, TaskError, loadTask, parseTask, supportedProtocols, taskDigest } from "../src/node.js";
+import { MAX_BATCH_USERS, messageDomain, minimumBeta } from "../src/task.js";
 import { PACKAGE, wireVectors } from "./paths.js";
 
 const vectors = wireVectors();
@@ -56,6 +57,9 @@ describe("task documents", () => {
     ["an unknown estimator", (d) => ((d.parameters as Record<string, unknown>).estimator = "best"), /\/parameters\/estimator must be one of/],
     ["a float where an int is due", (d) => (d.min_batch_users = 100.5), /\/min_batch_users must be integer/],
     ["a bad public key", (d) => (d.public_key = "short="), /\/public_key must match/],
+    ["a domain_source Python does not know", (d) => (d.domain_source = "inferred-from-data"), /domain_source must be declared, file, synthetic/],
+    ["a builtin: domain_source without a name", (d) => (d.domain_source = "builtin:"), /domain_source must be/],
+    ["min_batch_users above 2^40", (d) => (d.min_batch_users = MAX_BATCH_USERS + 1), /min_batch_users must be at most 2\^40, got 1099511627777/],
   ];
   for (const [what, change, message] of refusals) {
     it(`refuses ${what}`, () => {
@@ -78,6 +82,56 @@ describe("task documents", () => {
     const flip = JSON.parse((vectors.tasks[2] as { text: string }).text) as Record<string, unknown>;
     (flip.parameters as Record<string, unknown>).q = 0.5;
     assert.throws(() => parseTask(text(flip)), /\/parameters\/q must be < 0.5/);
+  });
+
+  it("reads a document of shuffledp 0.1 (no schema key): its digest is of the text as written", async () => {
+    for (const vector of vectors.tasks) {
+      const old = vector.text.replace(/"schema":\s*"urn:shuffledp:schema:task:1",\s*/, "");
+      assert.notEqual(old, vector.text);
+      const task = parseTask(old);
+      assert.equal(task.canonicalJson, vector.canonical.replace('"schema":"urn:shuffledp:schema:task:1",', ""), vector.name);
+      assert.notEqual(await taskDigest(task), vector.digest);
+    }
+    const doc = base();
+    doc.schema = null;
+    assert.throws(() => parseTask(text(doc)), /unsupported task schema null/);
+  });
+
+  it("refuses Python's augmented rules beyond the schema: SAGeo's beta >= 1 - e^(-epsilon/2), q_right > 1e-300, trials <= 10^9", () => {
+    const sageo = (): Record<string, unknown> => JSON.parse((vectors.tasks[4] as { text: string }).text) as Record<string, unknown>;
+    const params = (d: Record<string, unknown>) => d.parameters as Record<string, unknown>;
+    const at = (epsilon: number, beta: number): Record<string, unknown> => {
+      const d = sageo();
+      d.epsilon = epsilon;
+      params(d).beta = beta;
+      return d;
+    };
+    const low = minimumBeta(1);
+    assert.equal(low, 0.3934693402873666); // 1 - e^(-1/2)
+    parseTask(text(at(1, low)));
+    assert.throws(() => parseTask(text(at(1, low - 2 ** -54))), /beta must be at least 1 - e\^\(-epsilon\/2\) = 0.3934693402873666 at epsilon 1/);
+    const s1geo = at(1, 0.01);
+    params(s1geo).variant = "s1geo"; // no lower limit
+    parseTask(text(s1geo));
+    const tiny = sageo();
+    params(tiny).q_right = 1e-300;
+    assert.throws(() => parseTask(text(tiny)), /q_right must be in \(1e-300, 1\)/);
+    const sbin = JSON.parse((vectors.tasks[3] as { text: string }).text) as Record<string, unknown>;
+    params(sbin).trials = 1e9;
+    parseTask(text(sbin));
+    params(sbin).trials = 1e9 + 1;
+    assert.throws(() => parseTask(text(sbin)), /trials must be at most 10\^9/);
+    const many = sageo();
+    many.max_messages_per_submission = 2;
+    assert.throws(() => parseTask(text(many)), /max_messages_per_submission must be 1/);
+  });
+
+  it("refuses a domain whose message indices would not fit a uint32 (Python's Task.check: d > 2^32 - 1 or 2d - 1 > 2^32 - 1)", () => {
+    // Such a document cannot be built (2^31 labels), so the rule is checked on its own.
+    assert.equal(messageDomain("krr", MAX_INDEX), MAX_INDEX);
+    assert.throws(() => messageDomain("krr", MAX_INDEX + 1), /too large for the message format/);
+    assert.equal(messageDomain("correlated", 2 ** 31), 2 ** 32);
+    assert.throws(() => messageDomain("correlated", 2 ** 31 + 1), /too large/);
   });
 
   it("refuses text that is not JSON, or not an object", () => {

@@ -8,9 +8,15 @@
  *                                  ciphertexts, base64, sealed by the TS package
  *   repr                           stdin: JSON array of numbers; stdout: Python's repr of each
  *   digest TASK_FILE               the task's digest and canonical JSON, as the TS package reads it
+ *   check-tasks                    stdin: JSON array of {name, text} task documents (text as
+ *                                  written); stdout: JSON array of {name, ok, digest | error},
+ *                                  whether parseTask accepts each (and the digest it pins)
+ *   min-beta                       stdin: JSON array of epsilons; stdout: the smallest SAGeo
+ *                                  beta the TS package accepts at each (1 - e^(-epsilon/2))
  */
 import { readFileSync } from "node:fs";
-import { MessageSealer, Random, base64Encode, clientProtocol, indexOf, parseTask, pythonFloatRepr, taskDigest, type KemChoice } from "../../src/node.js";
+import { MessageSealer, Random, TaskError, base64Encode, clientProtocol, indexOf, parseTask, pythonFloatRepr, taskDigest, type KemChoice } from "../../src/node.js";
+import { minimumBeta } from "../../src/task.js";
 
 const [command, ...args] = process.argv.slice(2);
 const stdin = (): string => readFileSync(0, "utf8");
@@ -39,6 +45,20 @@ if (command === "sample") {
 } else if (command === "digest") {
   const t = task(args[0]);
   process.stdout.write(JSON.stringify({ digest: await taskDigest(t), canonical: t.canonicalJson }) + "\n");
+} else if (command === "check-tasks") {
+  const documents = JSON.parse(stdin()) as { name: string; text: string }[];
+  const out: { name: string; ok: boolean; digest?: string; error?: string }[] = [];
+  for (const { name, text } of documents) {
+    try {
+      out.push({ name, ok: true, digest: await taskDigest(parseTask(text)) });
+    } catch (exc) {
+      if (!(exc instanceof TaskError)) throw exc; // anything else is a bug, not a refusal
+      out.push({ name, ok: false, error: exc.message });
+    }
+  }
+  process.stdout.write(JSON.stringify(out) + "\n");
+} else if (command === "min-beta") {
+  process.stdout.write(JSON.stringify((JSON.parse(stdin()) as number[]).map(minimumBeta)) + "\n");
 } else {
   process.stderr.write(`unknown command ${String(command)}\n`);
   process.exit(2);
