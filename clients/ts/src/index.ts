@@ -48,16 +48,29 @@ export async function loadTask(document: string | object, options: { expectedDig
 /**
  * Fetch a task document from a URL (the shuffler's `GET /v1/tasks/{task_id}`). Without
  * `expectedDigest` this trusts the server for the analyzer's key: pin the digest.
+ *
+ * @param options.timeoutSeconds - give up after this long, answer included (default 10,
+ *   as Python's `fetch_task`)
+ * @throws TaskError if the document cannot be fetched in time, is invalid or is not the pinned one.
  */
-export async function fetchTask(url: string, options: { expectedDigest?: string; fetch?: typeof fetch } = {}): Promise<Task> {
+export async function fetchTask(
+  url: string,
+  options: { expectedDigest?: string; fetch?: typeof fetch; timeoutSeconds?: number } = {},
+): Promise<Task> {
   const fetcher = options.fetch ?? globalThis.fetch.bind(globalThis);
+  const seconds = options.timeoutSeconds ?? 10;
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), seconds * 1000);
   let text: string;
   try {
-    const response = await fetcher(url, { headers: { Accept: "application/json" } });
+    const response = await fetcher(url, { headers: { Accept: "application/json" }, signal: abort.signal });
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
     text = await response.text();
   } catch (exc) {
-    throw new TaskError(`cannot fetch the task from ${url}: ${(exc as Error).message}`);
+    const why = abort.signal.aborted ? `no answer within ${seconds} s` : (exc as Error).message;
+    throw new TaskError(`cannot fetch the task from ${url}: ${why}`);
+  } finally {
+    clearTimeout(timer);
   }
   return loadTask(text, options);
 }

@@ -15,6 +15,7 @@ import {
   SubmissionRejectedError,
   TaskError,
   base64Decode,
+  fetchTask,
   parseTask,
 } from "../src/node.js";
 import { wireVectors } from "./paths.js";
@@ -40,6 +41,12 @@ describe("Client against a recording server", () => {
       let body = "";
       request.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
       request.on("end", () => {
+        if (request.url?.startsWith("/hang-body")) {
+          response.writeHead(200, { "Content-Type": "application/json" });
+          response.write("{"); // answers, never finishes the body
+          return;
+        }
+        if (request.url?.startsWith("/hang")) return; // never answers
         seen.push({ url: request.url ?? "", headers: request.headers, body });
         const answer = answers.shift() ?? { status: 200, body: { status: "accepted" } };
         response.writeHead(answer.status, { "Content-Type": "application/json" });
@@ -77,6 +84,25 @@ describe("Client against a recording server", () => {
     const opened = await Promise.all((item?.ciphertexts ?? []).map((c) => opener.open(base64Decode(c, 53))));
     assert.deepEqual(opened, submission.messages);
     assert.equal(opened.length, 1);
+  });
+
+  it("fetchTask gives up after timeoutSeconds, whether the answer or its body is missing", { timeout: 20_000 }, async () => {
+    for (const path of ["/hang", "/hang-body"]) {
+      const started = performance.now();
+      await assert.rejects(
+        fetchTask(`${base}${path}`, { timeoutSeconds: 0.3 }),
+        (exc: unknown) => exc instanceof TaskError && exc.message === `cannot fetch the task from ${base}${path}: no answer within 0.3 s`,
+      );
+      const seconds = (performance.now() - started) / 1000;
+      assert.ok(seconds >= 0.29 && seconds < 5, `${path}: ${seconds} s`);
+    }
+  });
+
+  it("a post without an answer times out per attempt and gives up at retrySeconds", { timeout: 20_000 }, async () => {
+    const client = await Client.create(krrTask, { shufflerUrl: `${base}/hang`, timeoutSeconds: 0.2, retrySeconds: 0.5 });
+    const started = performance.now();
+    await assert.rejects(client.submit("plain"), (exc: unknown) => exc instanceof ShufflerUnavailableError && /AbortError/.test(exc.message));
+    assert.ok((performance.now() - started) / 1000 < 5);
   });
 
   it("a 4xx other than 429 is final: one request, the shuffler's reason", async () => {
