@@ -86,7 +86,19 @@ export function newId(): string {
   return hex(globalThis.crypto.getRandomValues(new Uint8Array(16)));
 }
 
-const sleep = (seconds: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+/** Wait `seconds`, or reject with `signal`'s reason once it aborts. */
+const sleep = (seconds: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, seconds * 1000);
+    signal?.addEventListener("abort", () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+  });
+
+/** What went wrong with a request, with its cause (Node's fetch says "fetch failed" and puts why in `cause`). */
+export function describeError(exc: unknown): string {
+  const { name, message, cause } = exc as Error & { cause?: { message?: string; code?: string } };
+  const why = cause?.message ?? cause?.code;
+  return `${name}: ${message}${why === undefined ? "" : ` (${why}${cause?.code !== undefined && cause.code !== why ? `, ${cause.code}` : ""})`}`;
+}
 
 /** Submits users' values for one task to a shuffler. */
 export class Client {
@@ -182,17 +194,23 @@ export class Client {
   /**
    * Post prepared submissions in one request, retrying transient failures with the same body.
    *
+   * @param options.signal - stops the request in flight (and any retry) when it aborts: the
+   *   submissions may or may not be stored; post them again (the same ids) to be sure.
    * @throws SubmissionRejectedError on a final refusal; ShufflerUnavailableError if the
-   *   retries ran out.
+   *   retries ran out; the signal's reason once it aborts.
    */
-  async post(submissions: readonly Submission[]): Promise<Accepted> {
+  async post(submissions: readonly Submission[], options: { signal?: AbortSignal } = {}): Promise<Accepted> {
+    const { signal } = options;
     const body = requestBody(submissions);
     const deadline = Date.now() + this.retrySeconds * 1000;
     let attempt = 0;
     for (;;) {
+      signal?.throwIfAborted();
       let problem: string;
       const abort = new AbortController();
-      const timer = setTimeout(() => abort.abort(), this.timeoutSeconds * 1000);
+      const stop = (): void => abort.abort();
+      signal?.addEventListener("abort", stop);
+      const timer = setTimeout(stop, this.timeoutSeconds * 1000);
       try {
         const response = await this.fetcher(this.url, {
           method: "POST",
@@ -217,23 +235,28 @@ export class Client {
         problem = `HTTP ${response.status}`;
       } catch (exc) {
         if (exc instanceof SubmissionRejectedError) throw exc;
-        problem = `${(exc as Error).name}: ${(exc as Error).message}`;
+        signal?.throwIfAborted();
+        problem = describeError(exc);
       } finally {
         clearTimeout(timer);
+        signal?.removeEventListener("abort", stop);
       }
       attempt += 1;
       const pause = Math.min(5, 0.05 * 2 ** attempt) * (0.5 + this.random.unitInterval() / 2);
       if (Date.now() + pause * 1000 > deadline) {
         throw new ShufflerUnavailableError(`shuffler at ${this.url} unavailable after ${attempt} attempts (${problem})`);
       }
-      await sleep(pause);
+      await sleep(pause, signal);
     }
   }
 
-  /** Randomize, seal and post one user's value; resolve once the shuffler stored it durably. */
-  async submit(value: string): Promise<Submission> {
+  /**
+   * Randomize, seal and post one user's value; resolve once the shuffler stored it durably.
+   * `options.signal` as for {@link post}.
+   */
+  async submit(value: string, options: { signal?: AbortSignal } = {}): Promise<Submission> {
     const submission = await this.prepare(value);
-    await this.post([submission]);
+    await this.post([submission], options);
     return submission;
   }
 }

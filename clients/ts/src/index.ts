@@ -8,6 +8,7 @@
  * await client.submit("blue");
  * ```
  */
+import { describeError } from "./client.js";
 import { TaskError } from "./errors.js";
 import { type Task, checkDigest, parseTask, taskFromObject } from "./task.js";
 
@@ -21,7 +22,7 @@ export {
   TaskError,
   WireError,
 } from "./errors.js";
-export { Client, DEFAULT_MAX_REQUEST_BYTES, SUBMISSIONS_FORMAT, newId, requestBody, submissionJson } from "./client.js";
+export { Client, DEFAULT_MAX_REQUEST_BYTES, SUBMISSIONS_FORMAT, describeError, newId, requestBody, submissionJson } from "./client.js";
 export type { Accepted, ClientOptions, Submission } from "./client.js";
 export { CryptoRandom, LazyUniform, Random } from "./random.js";
 export type { RandomSource } from "./random.js";
@@ -62,15 +63,17 @@ export async function fetchTask(
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), seconds * 1000);
   let text: string;
+  let status: number;
   try {
     const response = await fetcher(url, { headers: { Accept: "application/json" }, signal: abort.signal });
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    status = response.status;
     text = await response.text();
   } catch (exc) {
-    const why = abort.signal.aborted ? `no answer within ${seconds} s` : (exc as Error).message;
+    const why = abort.signal.aborted ? `no answer within ${seconds} s` : describeError(exc);
     throw new TaskError(`cannot fetch the task from ${url}: ${why}`);
   } finally {
     clearTimeout(timer);
   }
+  if (status < 200 || status > 299) throw new TaskError(`cannot fetch the task from ${url}: HTTP ${status}`);
   return loadTask(text, options);
 }

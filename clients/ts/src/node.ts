@@ -5,9 +5,13 @@ import type { Task } from "./task.js";
 
 export * from "./index.js";
 export { MessageOpener } from "./open.js";
+export { fetchWithCa } from "./https.js";
 
-/** A task from a file path or an http(s) URL, checked against `expectedDigest` when given. */
-export async function readTask(source: string, options: { expectedDigest?: string } = {}): Promise<Task> {
+/**
+ * A task from a file path or an http(s) URL, checked against `expectedDigest` when given
+ * (a URL as {@link fetchTask}: `fetch`, `timeoutSeconds`).
+ */
+export async function readTask(source: string, options: { expectedDigest?: string; fetch?: typeof fetch; timeoutSeconds?: number } = {}): Promise<Task> {
   if (/^https?:\/\//.test(source)) return fetchTask(source, options);
   let text: string;
   try {
