@@ -108,6 +108,9 @@ async function labeledExtract(suite: Bytes, label: string, ikm: Bytes): Promise<
   return new Uint8Array(await subtle().sign("HMAC", key, concat(utf8("HPKE-v1"), suite, utf8(label), ikm)));
 }
 
+/** The analyzer's key is a low-order point: no message can be sealed to it (nor by Python). */
+const lowOrder = (): WireError => new WireError("the public key gives an all-zero X25519 shared secret (a low-order point): nothing can be sealed to it");
+
 /** An encapsulation: enc (the ephemeral public key) and the KEM's shared secret. */
 export interface Encapsulation {
   readonly enc: Bytes;
@@ -123,7 +126,13 @@ export async function webCryptoEncapsulator(publicKey: Bytes, ephemeral?: Crypto
   return async () => {
     const pair = ephemeral ?? ((await subtle().generateKey({ name: "X25519" }, false, ["deriveBits"])) as CryptoKeyPair);
     const enc = new Uint8Array(await subtle().exportKey("raw", pair.publicKey));
-    const dh = new Uint8Array(await subtle().deriveBits({ name: "X25519", public: recipient }, pair.privateKey, 256));
+    let dh = EMPTY;
+    try {
+      dh = new Uint8Array(await subtle().deriveBits({ name: "X25519", public: recipient }, pair.privateKey, 256));
+    } catch {
+      // an all-zero shared secret (RFC 7748 6.1), which WebCrypto refuses
+    }
+    if (dh.length !== 32 || dh.every((b) => b === 0)) throw lowOrder();
     const ikm = await labeledIkm(KEM_SUITE, "eae_prk", dh);
     return { enc, sharedSecret: await labeledExpand(ikm, EMPTY, KEM_SUITE, "shared_secret", concat(enc, publicKey), 32) };
   };
@@ -134,7 +143,9 @@ async function pureJsEncapsulator(publicKey: Bytes): Promise<() => Promise<Encap
   const kem = new (await import("@hpke/dhkem-x25519")).DhkemX25519HkdfSha256();
   const recipient = await kem.deserializePublicKey(publicKey);
   return async () => {
-    const { enc, sharedSecret } = await kem.encap({ recipientPublicKey: recipient });
+    const { enc, sharedSecret } = await kem.encap({ recipientPublicKey: recipient }).catch(() => {
+      throw lowOrder();
+    });
     return { enc: new Uint8Array(enc), sharedSecret: new Uint8Array(sharedSecret) };
   };
 }

@@ -132,6 +132,13 @@ describe("wire format (vectors sealed by Python)", () => {
     }
   });
 
+  it("refuses to seal to a low-order public key (an all-zero shared secret), with either KEM", async () => {
+    for (const kem of KEMS) {
+      const sealer = await MessageSealer.create(new Uint8Array(32), vectors.task_id, 5, kem);
+      await assert.rejects(sealer.seal(1), /all-zero X25519 shared secret/, kem);
+    }
+  });
+
   it("strict base64", () => {
     assert.throws(() => base64Decode("AAA", 2), /not valid base64/);
     assert.throws(() => base64Decode("AA==", 2), /1 bytes, expected 2/);
