@@ -40,6 +40,8 @@ describe("the command: Ctrl-C, --resend, --ca-file", () => {
   let answer = Infinity;
   /** Called with the body of a request the server hangs on. */
   let onHang: (body: string) => void = () => undefined;
+  /** Commands still running (killed at the end, should a test fail first). */
+  const running = new Set<ChildProcess>();
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "shuffledp-cli-"));
@@ -67,14 +69,17 @@ describe("the command: Ctrl-C, --resend, --ca-file", () => {
     base = `http://127.0.0.1:${address.port}`;
   });
   after(() => {
+    for (const child of running) child.kill("SIGKILL");
     server.closeAllConnections();
     server.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** Start the command in `dir`; `interruptOnHang`: Ctrl-C once the server holds a request. */
+  /** Start the command in `dir`. */
   function start(args: string[]): { child: ChildProcess; done: Promise<Run> } {
     const child = spawn(process.execPath, [CLI, "submit", ...args], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+    running.add(child);
+    child.on("exit", () => running.delete(child));
     let stdout = "";
     let stderr = "";
     child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
@@ -83,6 +88,7 @@ describe("the command: Ctrl-C, --resend, --ca-file", () => {
     return { child, done };
   }
 
+  /** Run the command to its end; the server answers `hangAfter` requests, then holds them (`interrupt`: Ctrl-C then). */
   async function run(args: string[], { hangAfter = Infinity, interrupt = false } = {}): Promise<Run> {
     bodies.length = 0;
     answer = hangAfter;
