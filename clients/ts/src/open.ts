@@ -2,22 +2,9 @@
  * Opening ciphertexts with the analyzer's private key: what the analyzer does, for tests and
  * audits in JS (the Node entry exports it; the browser bundle does not carry it).
  */
-import { CipherSuite, DhkemX25519HkdfSha256, HkdfSha256, type KemInterface } from "@hpke/core";
-import { Chacha20Poly1305 } from "@hpke/chacha20poly1305";
-import { DhkemX25519HkdfSha256 as PureJsDhkemX25519 } from "@hpke/dhkem-x25519";
+import type { CipherSuite } from "@hpke/core";
 import { WireError } from "./errors.js";
-import { CIPHERTEXT_LENGTH, ENCAPSULATED_KEY_LENGTH, type KemChoice, decodePlaintext, hasWebCryptoX25519, hpkeInfo } from "./wire.js";
-
-/**
- * @hpke/core's suite (X25519 / HKDF-SHA256 / ChaCha20-Poly1305) with the X25519 of `choice`:
- * an implementation of its own, apart from wire.ts's sealing.
- */
-export async function hpkeSuite(choice: KemChoice = "auto"): Promise<CipherSuite> {
-  const native = choice !== "pure-js" && (await hasWebCryptoX25519());
-  if (choice === "webcrypto" && !native) throw new WireError("this runtime's WebCrypto has no X25519");
-  const kem: KemInterface = native ? new DhkemX25519HkdfSha256() : new PureJsDhkemX25519();
-  return new CipherSuite({ kem, kdf: new HkdfSha256(), aead: new Chacha20Poly1305() });
-}
+import { CIPHERTEXT_LENGTH, ENCAPSULATED_KEY_LENGTH, type KemChoice, decodePlaintext, hpkeInfo, hpkeSuite } from "./wire.js";
 
 /** Opens messages of one task (analyzer side). */
 export class MessageOpener {
@@ -30,7 +17,7 @@ export class MessageOpener {
 
   /** An opener for the analyzer's raw 32-byte X25519 private key. */
   static async create(privateKey: Uint8Array, taskId: string, domainSize: number, choice: KemChoice = "auto"): Promise<MessageOpener> {
-    const suite = await hpkeSuite(choice);
+    const { suite } = await hpkeSuite(choice);
     const key = await suite.kem.deserializePrivateKey(privateKey);
     return new MessageOpener(suite, key, hpkeInfo(taskId), domainSize);
   }
