@@ -25,8 +25,12 @@ demo: $(VENV)/.installed-demo
 
 # The suite includes tests/examples (every script in examples/) and tests/docs,
 # which builds the site with --strict: a broken page or reference fails `make test`.
+# It runs on TEST_WORKERS pytest-xdist workers (CI's machine has two cores), each test file
+# whole on one worker (tests/backends whole on one: one Spark session), in collection order;
+# the 20 slowest tests of the whole run are printed at its end (pyproject's addopts).
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The documentation site (MkDocs + Material + mkdocstrings) into site/; warnings are errors.
 docs: $(VENV)/.installed-dev

@@ -13,12 +13,14 @@ session starts carries :data:`SESSION_ENV` in its environment; at the end of
 the session :func:`pytest_sessionfinish` lists every ``shuffledp serve``
 process that carries this session's value and is still running, kills it and
 fails the run. Other sessions' services (other people's test runs on the same
-machine) carry another value and are left alone.
+machine) carry another value and are left alone. Under pytest-xdist each worker
+is a session of its own (its own value, its own check); a worker hands its
+lines to the controller, which prints them and fails the run.
 
 PostgreSQL: the first test that asks for ``postgres_server`` (or
-``postgres_database``) starts one real server for the session (see
-``_postgres.py``); the test fails, never skips, if it cannot be started. Each
-test creates its own databases.
+``postgres_database``) starts one real server for the session, so one per
+xdist worker that runs such a test (see ``_postgres.py``); the test fails,
+never skips, if it cannot be started. Each test creates its own databases.
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ def session_processes(*words: str) -> dict[int, str]:
     return found
 
 
+#: Where an xdist worker leaves the survivors' lines for the controller (tests/conftest.py).
+SURVIVORS_KEY = "shuffledp_serve_survivors"
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the run if a ``shuffledp serve`` process this session started still runs.
@@ -73,10 +79,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     for pid in survivors:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     lines = [f"{len(survivors)} `shuffledp serve` process(es) started by this session survived:"]
     lines += [f"  pid {pid}: {command}" for pid, command in sorted(survivors.items())]
     lines.append("(killed now; a fixture or test did not stop what it started)")
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        # A pytest-xdist worker: its exit status and terminal do not reach the run's; the
+        # controller reports these lines and fails the run (tests/conftest.py).
+        workeroutput[SURVIVORS_KEY] = lines
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     for line in lines:
         if reporter is not None:
             reporter.write_line(line, red=True, bold=True)

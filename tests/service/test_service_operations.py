@@ -531,12 +531,21 @@ def test_a_failed_start_leaves_no_process(tmp_path):
     assert pid is not None and _gone(pid)
 
 
-def test_the_session_end_check_fails_a_run_that_leaves_a_service(tmp_path):
+@pytest.mark.parametrize("workers", [[], ["-p", "xdist", "-n", "1"]], ids=["one", "xdist"])
+def test_the_session_end_check_fails_a_run_that_leaves_a_service(tmp_path, workers):
+    """Also through a pytest-xdist worker, whose own exit status the run would not show:
+    the root conftest (copied as the tests' root) reports the worker's lines."""
+    inner = tmp_path / "service"
+    inner.mkdir()
     for name in ("conftest.py", "_deploy.py", "_postgres.py"):
-        (tmp_path / name).write_text((HERE / name).read_text())
-    (tmp_path / "test_leak.py").write_text(
+        (inner / name).write_text((HERE / name).read_text())
+    for name in ("conftest.py", "figure_checks.py"):
+        (tmp_path / name).write_text((HERE.parent / name).read_text())
+    (inner / "test_leak.py").write_text(
         textwrap.dedent(
             """
+            from pathlib import Path
+
             from shuffledp.service.processes import ServiceProcess
 
             KEEP = []
@@ -546,18 +555,18 @@ def test_the_session_end_check_fails_a_run_that_leaves_a_service(tmp_path):
                 service = ServiceProcess("shuffler", dep.shuffler.args, tmp_path)
                 service.start()
                 KEEP.append(service)  # never stopped
-                print("LEAKED", service.pid)
+                Path(LEAKED_FILE).write_text(str(service.pid))
             """
-        )
+        ).replace("LEAKED_FILE", repr(str(tmp_path / "leaked.pid")))
     )
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", str(tmp_path)],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *workers, str(tmp_path)],
         capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 passed" in done.stdout
-    leaked = int(re.search(r"LEAKED (\d+)", done.stdout).group(1))
-    assert f"pid {leaked}:" in done.stdout and "survived" in done.stdout
+    leaked = int((tmp_path / "leaked.pid").read_text())
+    assert f"pid {leaked}:" in done.stdout and "survived" in done.stdout, done.stdout
     assert _gone(leaked)
     assert os.environ[SESSION_ENV]  # ours, left alone by the inner run
 
