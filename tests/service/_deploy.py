@@ -18,7 +18,7 @@ import numpy as np
 
 from shuffledp.service._testhooks import KILL_ENV
 from shuffledp.service.client import Client, Submission
-from shuffledp.service.processes import ServiceProcess
+from shuffledp.service.processes import ServiceProcess, ServiceStartError
 from shuffledp.service.secretfile import write_secret_file
 from shuffledp.service.task import Task, create_task, save_private_key, save_task
 from shuffledp.service.tokens import new_token_key, save_token_key
@@ -32,6 +32,11 @@ SESSION_ENV = "SHUFFLEDP_TEST_SESSION"
 os.environ[SESSION_ENV] = uuid.uuid4().hex
 
 _TASKS: dict[tuple[Any, ...], tuple[Task, Any]] = {}
+
+
+#: How a service says that its port is taken, and how often a deployment tries new ports.
+PORT_TAKEN = "(Address already in use)"
+PORT_ATTEMPTS = 3
 
 
 def free_port() -> int:
@@ -246,46 +251,56 @@ def make_deployment(
         token_key = new_token_key()
         save_token_key(token_key, workdir / "token.key")
         base_args += ["--token-key-file", str(workdir / "token.key")]
-    analyzer_port = free_port()
-    analyzer = ServiceProcess(
-        "analyzer",
-        [
-            "--task", str(workdir / "task.json"),
-            "--key", str(workdir / "analyzer.key"),
-            "--store", analyzer_store,
-            "--forward-token-file", str(workdir / "forward.token"),
-            *(analyzer_args or []),
-        ],
-        workdir,
-        env=analyzer_env,
-        port=analyzer_port,
-    )  # fmt: skip
-    shuffler = ServiceProcess(
-        "shuffler",
-        [
-            *base_args,
-            *(shuffler_args or []),
-            "--forward",
-            forward_url or f"http://127.0.0.1:{analyzer_port}",
-        ],
-        workdir,
-        env=shuffler_env,
-        port=free_port(),
-    )
-    deployment = Deployment(
-        task, key, workdir, analyzer, shuffler, forward_token, token_key,
-        shuffler_store=shuffler_store, analyzer_store=analyzer_store,
-    )  # fmt: skip
-    if start:
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        analyzer_port = free_port()
+        analyzer = ServiceProcess(
+            "analyzer",
+            [
+                "--task", str(workdir / "task.json"),
+                "--key", str(workdir / "analyzer.key"),
+                "--store", analyzer_store,
+                "--forward-token-file", str(workdir / "forward.token"),
+                *(analyzer_args or []),
+            ],
+            workdir,
+            env=analyzer_env,
+            port=analyzer_port,
+        )  # fmt: skip
+        shuffler = ServiceProcess(
+            "shuffler",
+            [
+                *base_args,
+                *(shuffler_args or []),
+                "--forward",
+                forward_url or f"http://127.0.0.1:{analyzer_port}",
+            ],
+            workdir,
+            env=shuffler_env,
+            port=free_port(),
+        )
+        deployment = Deployment(
+            task, key, workdir, analyzer, shuffler, forward_token, token_key,
+            shuffler_store=shuffler_store, analyzer_store=analyzer_store,
+        )  # fmt: skip
+        if not start:
+            return deployment
         try:
             analyzer.launch()
             shuffler.launch()
             analyzer.wait_started()
             shuffler.wait_started()
-        except BaseException:  # a service that did not come up: end both, then report
+        except ServiceStartError as exc:  # a service that did not come up: end both
+            deployment.stop()
+            if PORT_TAKEN not in str(exc) or attempt == PORT_ATTEMPTS:
+                raise
+            # Another process (another pytest-xdist worker, another run on this machine)
+            # bound a port between free_port() and the service: new ports, same files.
+            continue
+        except BaseException:  # interrupted: end both, then report
             deployment.stop()
             raise
-    return deployment
+        return deployment
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 # -- kill -9 and restart (test_service_crashes, test_service_postgres_deploy) --------------
