@@ -28,9 +28,22 @@ demo: $(VENV)/.installed-demo
 # It runs on TEST_WORKERS pytest-xdist workers (CI's machine has two cores), each test file
 # whole on one worker (tests/backends whole on one: one Spark session), in collection order;
 # the 20 slowest tests of the whole run are printed at its end (pyproject's addopts).
+# The TypeScript client's suite (clients/ts: npm ci from the lockfile, strict type check and
+# build, node --test, its browser tests in a headless Chromium when one is installed) runs
+# first; the Python suite's test_ts_client_* files then use the same build. Both need
+# Node.js 20 or later; SHUFFLEDP_REQUIRE_BROWSER=1 (set by .ci/run) makes a missing
+# Chromium a failure instead of a skip.
 TEST_WORKERS ?= 2
-test: $(VENV)/.installed-dev
+TS := clients/ts
+test: $(VENV)/.installed-dev $(TS)/node_modules/.installed
+	cd $(TS) && npm test
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+$(TS)/node_modules/.installed: $(TS)/package-lock.json
+	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' 2>/dev/null \
+		|| { echo "make test needs Node.js 20 or later (node --version: $$(node --version 2>/dev/null || echo not found))"; exit 2; }
+	cd $(TS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 # The documentation site (MkDocs + Material + mkdocstrings) into site/; warnings are errors.
 docs: $(VENV)/.installed-dev
@@ -45,4 +58,4 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/flip_throughput.py
 
 clean:
-	rm -rf $(VENV) demo-output site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) demo-output site .pytest_cache .mypy_cache .ruff_cache $(TS)/node_modules $(TS)/build $(TS)/dist
