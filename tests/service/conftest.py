@@ -1,9 +1,11 @@
 """Fixtures that run the shuffler and the analyzer as real processes on loopback.
 
 Every deployment gets its own task, key, SQLite files and free ports under the
-test's tmp_path; services are started as ``python -m shuffledp serve ROLE``
-and stopped (SIGTERM, then SIGKILL, to the service's process group) at
-teardown, also when the test failed or was interrupted.
+test's tmp_path (``deploy``), or under the module's for the tests of a module
+that share one and do not interact through it (``shared_deploy``); services are
+started as ``python -m shuffledp serve ROLE`` and stopped (SIGTERM, then
+SIGKILL, to the service's process group) at teardown, also when the test failed
+or was interrupted.
 
 Processes that end whatever happens. A service is started by
 :class:`~shuffledp.service.processes.ServiceProcess`: its own process group,
@@ -112,6 +114,33 @@ def deploy(tmp_path: Path) -> Iterator[Callable[..., Deployment]]:
     finally:
         with contextlib.ExitStack() as stack:  # every deployment is stopped, even if one fails
             for deployment in made:
+                stack.callback(deployment.stop)
+
+
+@pytest.fixture(scope="module")
+def shared_deploy(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., Deployment]]:
+    """Like ``deploy``, for a module: the tests that ask for the same arguments share one
+    deployment, started once (stopped at the module's end, or when the worker is killed).
+
+    Only for tests that do not interact through it: each checks what it did (a count
+    before and after), never a total that another test's requests change.
+    """
+    made: dict[str, Deployment] = {}
+    root = tmp_path_factory.mktemp("shared")
+
+    def make(*args: Any, **kwargs: Any) -> Deployment:
+        key = repr((args, sorted(kwargs.items())))
+        if key not in made:
+            made[key] = make_deployment(root / f"deployment{len(made)}", *args, **kwargs)
+        return made[key]
+
+    try:
+        yield make
+    finally:
+        with contextlib.ExitStack() as stack:
+            for deployment in made.values():
                 stack.callback(deployment.stop)
 
 

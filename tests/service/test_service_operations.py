@@ -62,8 +62,8 @@ def _dbname(url: str) -> str:
 # -- readiness, liveness, version ---------------------------------------------------------
 
 
-def test_ready_health_and_version(deploy):
-    dep = deploy("krr", min_batch_users=100)
+def test_ready_health_and_version(shared_deploy):
+    dep = shared_deploy("krr", min_batch_users=100)
     for service, role in ((dep.shuffler, "shuffler"), (dep.analyzer, "analyzer")):
         ready = httpx.get(f"{service.url}/v1/ready", timeout=10)
         assert ready.status_code == 200, ready.text
@@ -193,8 +193,9 @@ def test_metrics_token_guards_both_metrics_endpoints_and_only_them(deploy, tmp_p
     "encoding",
     ["utf-16-le", "utf-16-be", "utf-16", "utf-32-le", "utf-32-be", "utf-32", "utf-8-sig"],
 )
-def test_json_bodies_other_than_utf8_are_refused(deploy, encoding):
-    dep = deploy("krr", min_batch_users=100)
+def test_json_bodies_other_than_utf8_are_refused(shared_deploy, encoding):
+    dep = shared_deploy("krr", min_batch_users=100)  # one user waits per encoding: no batch
+    waiting = dep.shuffler_metrics()["users_waiting"]
     sealed = dep.client(seed=2).prepare("red")  # a well-formed submission
     text = json.dumps({"format": SUBMISSIONS_FORMAT, "submissions": [sealed.to_json()]})
     refused = httpx.post(
@@ -212,13 +213,13 @@ def test_json_bodies_other_than_utf8_are_refused(deploy, encoding):
     }  # fmt: skip
     refused = dep.post_batch(None, content=json.dumps(batch).encode(encoding))
     assert refused.status_code == 400 and "UTF-8" in refused.json()["error"], refused.text
-    assert dep.shuffler_metrics()["users_waiting"] == 0
+    assert dep.shuffler_metrics()["users_waiting"] == waiting
     # the same document in UTF-8 is accepted
     accepted = httpx.post(
         dep.submissions_url, content=text.encode("utf-8"), headers=JSON, timeout=10
     )
     assert accepted.status_code == 200, accepted.text
-    assert dep.shuffler_metrics()["users_waiting"] == 1
+    assert dep.shuffler_metrics()["users_waiting"] == waiting + 1
 
 
 # -- logs ---------------------------------------------------------------------------------
