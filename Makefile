@@ -25,9 +25,10 @@ demo: $(VENV)/.installed-demo
 
 # The suite includes tests/examples (every script in examples/) and tests/docs,
 # which builds the site with --strict: a broken page or reference fails `make test`.
-# It runs on TEST_WORKERS pytest-xdist workers (CI's machine has two cores), each test file
-# whole on one worker (tests/backends whole on one: one Spark session), in collection order;
-# the 20 slowest tests of the whole run are printed at its end (pyproject's addopts).
+# The Python suite runs on TEST_WORKERS pytest-xdist workers (CI's machine has two cores),
+# in collection order: each file whole on one worker, tests/backends whole on one (one Spark
+# session), tests/unit test by test (tests/conftest.py); the 20 slowest tests of the whole
+# run are printed at its end (pyproject's addopts).
 # The TypeScript client's suite (clients/ts: npm ci from the lockfile, strict type check and
 # build, node --test, its browser tests in a headless Chromium when one is installed) runs
 # first; the Python suite's test_ts_client_* files then use the same build. Both need
