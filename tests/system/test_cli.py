@@ -74,8 +74,8 @@ def test_run_flip_json_schema(csv_file, tmp_path, capsys):
     assert 0 < privacy["delta"] <= 1e-6
     assert privacy["method"] == "flip-exact-fake-blanket"
     assert privacy["bound"] == "upper"
-    assert set(result["parameters"]) >= {"q", "k"}
-    assert result["parameters"]["k"] == 100
+    assert set(result["parameters"]) >= {"q", "fake_users"}
+    assert result["parameters"]["fake_users"] == 100
     assert result["messages_per_user"] >= 0.9
     assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # The same seed reproduces the run.
@@ -104,7 +104,7 @@ def test_run_flip_paper_calibration_and_domain(csv_file, capsys):
     result = json.loads(out)
     assert result["domain"] == ["Rome", "Paris", "Nice", "Lyon", "Oslo"]
     assert result["parameters"]["calibration"] == "paper"
-    assert result["parameters"]["k"] == 20
+    assert result["parameters"]["fake_users"] == 20
     assert result["path"] == "count"
     assert result["privacy"]["delta"] <= 1e-6
 
@@ -205,7 +205,7 @@ def test_account_flip_json(capsys):
     assert code == 0, err
     result = json.loads(out)
     for key in ("paper", "exact"):
-        assert set(result[key]) >= {"q", "k", "delta", "linf_error", "stderr"}
+        assert set(result[key]) >= {"q", "fake_users", "delta", "linf_error", "stderr"}
         assert result[key]["delta"] <= 1e-6
     assert result["exact"]["q"] < result["paper"]["q"]
     assert result["exact"]["linf_error"] < result["paper"]["linf_error"]

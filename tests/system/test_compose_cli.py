@@ -88,11 +88,11 @@ def test_issue_24_an_edited_flip_release_is_refused_at_its_real_epsilon(tmp_path
     assert f"{edited} (flip-exact-fake-blanket) states (0.01, {stated_delta:.6g}), below" in err
     # what its own q and k certify: delta at 0.01, and about 1 at the stated delta
     params, n = document["privacy"]["parameters"], document["privacy"]["n"]
-    at_001 = flip_delta(0.01, params["q"], params["k"], n)
+    at_001 = flip_delta(0.01, params["q"], params["fake_users"], n)
     assert f"gives delta = {at_001:.3g} at epsilon = 0.01" in err
     certified = float(err.split(", and epsilon = ")[1].split(" ")[0])
     assert 1.0 <= certified <= 1.0 + 2e-4  # the run was calibrated at epsilon = 1 ...
-    assert flip_delta(0.999, params["q"], params["k"], n) > 1e-6  # ... and no lower
+    assert flip_delta(0.999, params["q"], params["fake_users"], n) > 1e-6  # ... and no lower
     # the untouched release composes as before: two of them, by PLD, below basic composition
     code, out, err = _run(["account", "compose", str(release), str(release), "--json"], capsys)
     assert code == 0, err

@@ -206,12 +206,12 @@ def test_adjusted_parameters_are_stated(tmp_path, capsys):
     code, out, err = _run([*argv, "--calibration", "paper"], capsys)
     assert code == 0, err
     result = json.loads(out)
-    assert result["parameters"]["k"] > 100
+    assert result["parameters"]["fake_users"] > 100
     assert any("raised from the default 100" in note for note in result["notes"])
     assert "raised from the default 100" in err
     code, out, err = _run(argv, capsys)
     assert code == 0, err
-    assert json.loads(out)["parameters"]["k"] == 100
+    assert json.loads(out)["parameters"]["fake_users"] == 100
     krr = ["run", "krr", *argv[2:]]
     code, out, err = _run(krr, capsys)
     assert code == 0, err
