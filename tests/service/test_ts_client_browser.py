@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _browsers import browser_deployment
+from _browsers import browser_deployment, stored_submissions
 from _deploy import DOMAIN
 from _ts_client import BUILD, PACKAGE, check_end_to_end, ensure_built, node, read_receipts
 
@@ -119,3 +119,40 @@ def test_browser_page_submits_to_the_real_services(deploy, tmp_path: Path, proto
                              dep.task.task_id, USERS)  # fmt: skip
     release = check_end_to_end(dep, values, receipts)
     assert release["service"]["batches"] == 2
+
+
+def test_a_page_on_another_site_cannot_make_its_visitors_submit(deploy, tmp_path: Path):
+    """The cross-site injection of issue 26, from real pages in Chromium.
+
+    A page on an origin the shuffler does not list tries what needs no preflight (fetch
+    in no-cors mode with text/plain, an HTML form posting text/plain) and a JSON fetch
+    in cors mode (whose preflight is refused); a page on the listed origin tries the
+    no-cors text/plain fetch and the form. The body is a well-formed submission (a real
+    client's sealed message): only its origin or its Content-Type is wrong. The shuffler
+    must store nothing, and its metrics say why each was refused.
+    """
+    from shuffledp.service.shuffler import SUBMISSIONS_FORMAT
+
+    _require_browser()
+    ensure_built()
+    allowed_site, other_site = tmp_path / "allowed", tmp_path / "other"
+    for site in (allowed_site, other_site):
+        site.mkdir()
+        for name in ("attack.html", "attack.js"):
+            shutil.copy(PACKAGE / "test" / "browser" / name, site / name)
+    with static_site(allowed_site) as allowed, static_site(other_site) as other:
+        dep = browser_deployment(deploy, [allowed], protocol="krr", min_batch_users=100)
+        item = dep.client(seed=1).prepare(DOMAIN[0]).to_json()
+        body = json.dumps({"format": SUBMISSIONS_FORMAT, "submissions": [item]})
+        for site in (allowed_site, other_site):  # (the listed page's JSON fetch would be honest)
+            config = {"url": dep.submissions_url, "body": body, "cors_json": site is other_site}
+            (site / "config.json").write_text(json.dumps(config), encoding="utf-8")
+        from_other = run_page(f"{other}/attack.html")["result"]
+        from_allowed = run_page(f"{allowed}/attack.html")["result"]
+    assert from_other["ok"] and from_allowed["ok"], (from_other, from_allowed)
+    assert from_other["outcomes"]["cors_json"].startswith("blocked"), from_other
+    assert stored_submissions(dep) == (0, 0)
+    rejected = dep.shuffler_metrics()["rejected"]
+    # The other site's no-cors fetch, its form and its preflight: refused for their origin;
+    # the listed site's no-cors fetch and form: refused for their Content-Type.
+    assert rejected == {"origin_not_allowed": 3, "unsupported_media_type": 2}, rejected
