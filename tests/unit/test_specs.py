@@ -131,14 +131,27 @@ def test_the_randomizer_stays_within_the_message_bound(name: str) -> None:
     assert batch.payload.max() < spec.message_domain_size(d)
 
 
+#: Who can exceed a message bound (the message_bounds argument): every FLIP and correlated
+#: client of a batch; no k-RR client (one message); the augmented shuffler's one dummy draw
+#: (SAGeo, S1Geo) or none (SBin's count is at most M).
+CAPPED = {
+    "flip": lambda users: users,
+    "correlated": lambda users: users,
+    "krr": lambda users: 0,
+    "augmented-sageo": lambda users: 1,
+    "augmented-sbin": lambda users: 0,
+}
+
+
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_capped_parties_are_what_the_calibration_reserves(name: str) -> None:
+def test_capped_parties_are_who_can_exceed_a_bound_and_what_calibration_reserves(
+    name: str,
+) -> None:
     spec = EXAMPLES[name]
     options = {"variant": spec.variant} if isinstance(spec, AugmentedSpec) else {}
-    for users in (2, 1000):
-        assert spec.capped_parties(users) == type(spec).capped_parties_when_calibrated(
-            users, options
-        )
+    for users in (1, 2, 1000):
+        assert spec.capped_parties(users) == CAPPED[name](users)
+        assert type(spec).capped_parties_when_calibrated(users, options) == CAPPED[name](users)
 
 
 def test_a_task_holds_its_spec_and_its_document_is_the_spec_s_json_form() -> None:

@@ -184,11 +184,6 @@ class AugmentedSpec(ProtocolSpec):
         check_int(min_batch_users, "min_batch_users", minimum=1)
         return 0 if options.get("variant", "sageo") == "sbin" else 1
 
-    def capped_parties(self, min_batch_users: int) -> int:
-        """SAGeo and S1Geo: the shuffler's one draw of a batch's dummies; SBin: none."""
-        check_int(min_batch_users, "min_batch_users", minimum=1)
-        return 0 if self.variant == "sbin" else 1
-
     def max_dummies_per_batch(self, domain_size: int) -> int:
         """The most dummies the shuffler adds to a batch, but with probability 1e-30."""
         from shuffledp.accounting.certificates.message_bounds import max_dummies_per_batch

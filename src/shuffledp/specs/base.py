@@ -179,9 +179,13 @@ class ProtocolSpec(ABC):
     def max_messages(self, domain_size: int) -> int:
         """The most messages an honest client sends, but with probability 1e-30."""
 
-    @abstractmethod
     def capped_parties(self, min_batch_users: int) -> int:
-        """How many parties the certificate counts on could exceed a message bound."""
+        """How many parties the certificate counts on could exceed a message bound.
+
+        What :meth:`capped_parties_when_calibrated` says of these parameters (its
+        options are read from the spec's own fields, e.g. an augmented ``variant``).
+        """
+        return type(self).capped_parties_when_calibrated(min_batch_users, self.to_dict())
 
     def fewest_messages_per_submission(self) -> int:
         """The fewest messages an honest client sends (1 by default: its value)."""

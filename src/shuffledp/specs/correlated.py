@@ -153,10 +153,6 @@ class CorrelatedSpec(ProtocolSpec):
         """Every client of a batch, whatever the options."""
         return check_int(min_batch_users, "min_batch_users", minimum=1)
 
-    def capped_parties(self, min_batch_users: int) -> int:
-        """Every client of a batch may exceed the bound (and then does not submit)."""
-        return check_int(min_batch_users, "min_batch_users", minimum=1)
-
     def batch_assumption(self, min_batch_users: int, smallest: int) -> str:
         """At least m = ``min_batch_users`` users of each batch send all their noise shares."""
         m = min_batch_users

@@ -139,10 +139,6 @@ class FlipSpec(ProtocolSpec):
         """Every client of a batch, whatever the options."""
         return check_int(min_batch_users, "min_batch_users", minimum=1)
 
-    def capped_parties(self, min_batch_users: int) -> int:
-        """Every client of a batch may exceed the bound (and then does not submit)."""
-        return check_int(min_batch_users, "min_batch_users", minimum=1)
-
     def protocol(
         self, n: int, labels: Sequence[str], epsilon: float, target_delta: float
     ) -> FlipProtocol:

@@ -106,11 +106,6 @@ class KRRSpec(ProtocolSpec):
         check_int(min_batch_users, "min_batch_users", minimum=1)
         return 0
 
-    def capped_parties(self, min_batch_users: int) -> int:
-        """None: a client always sends one message."""
-        check_int(min_batch_users, "min_batch_users", minimum=1)
-        return 0
-
     def protocol(
         self, n: int, labels: Sequence[str], epsilon: float, target_delta: float
     ) -> KRRProtocol:
