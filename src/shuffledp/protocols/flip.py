@@ -149,6 +149,15 @@ class FlipCalibration:
             assumptions=(TRUSTED_SHUFFLER,),
         )
 
+    def release_parameters(self) -> dict[str, Any]:
+        """q, the fake users per user, how q was chosen and the local ε: a release's parameters."""
+        return {
+            "q": self.q,
+            "fake_users": self.fake_users,
+            "calibration": self.method,
+            "local_epsilon": self.local_epsilon,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dictionary."""
         return {
@@ -457,10 +466,5 @@ class FlipProtocol(CalibratedProtocol[FlipCalibration, FlipRandomizer]):
         return self.analyzer.estimate(statistic, domain)
 
     def parameters(self) -> dict[str, Any]:
-        """q, the fake users per user and the calibration method."""
-        return {
-            "q": self.calibration.q,
-            "fake_users": self.calibration.fake_users,
-            "calibration": self.calibration.method,
-            "local_epsilon": self.calibration.local_epsilon,
-        }
+        """q, the fake users per user, the calibration method and the local ε."""
+        return self.calibration.release_parameters()

@@ -41,12 +41,7 @@ def flip_run_to_dict(
         context,
         target_delta=calibration.target_delta,
         calibration=calibration.method,
-        parameters={
-            "q": calibration.q,
-            "fake_users": calibration.fake_users,
-            "calibration": calibration.method,
-            "local_epsilon": calibration.local_epsilon,
-        },
+        parameters=calibration.release_parameters(),
         notes=calibration.notes,
         expected_messages_per_user=calibration.expected_messages_per_user,
     )
