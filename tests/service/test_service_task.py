@@ -126,6 +126,14 @@ def test_key_of_another_task_is_refused(flip_task, krr_task, tmp_path):
         ({"message_format": 2}, "message_format"),
         ({"schema": "urn:shuffledp:schema:task:2"}, "task schema must be"),
         ({"schema": None}, "task schema must be"),
+        # The schema's shape (Python reads no document its own schema refuses).
+        ({"comment": "hello"}, "unknown field 'comment'"),
+        ({"shuffledp_version": 3}, "shuffledp_version must be a string, got 3"),
+        ({"shuffledp_version": None}, "shuffledp_version must be a string"),
+        ({"domain": ["a", 2]}, "domain label 1 must be a string, got 2"),
+        ({"domain": "ab"}, "domain must be a list of labels, got a str"),
+        ({"domain": {"a": 1, "b": 2}}, "domain must be a list of labels, got a dict"),
+        ({"message_format": True}, "message_format must be 1, got True"),
     ],
 )
 def test_bad_documents_are_refused(flip_task, change, fragment):
@@ -154,6 +162,22 @@ def test_missing_field_and_non_object(flip_task):
         Task.from_dict(doc)
     with pytest.raises(TaskError):
         Task.from_dict([1, 2])
+    doc = flip_task[0].to_dict()
+    del doc["shuffledp_version"]  # every version since 0.1 wrote it
+    with pytest.raises(TaskError, match="no field 'shuffledp_version'"):
+        Task.from_dict(doc)
+
+
+def test_an_optional_parameter_written_as_null_is_refused():
+    """Left out, an optional parameter does not apply; written as null it is refused (as the
+    augmented spec's schema does), not read as absent."""
+    task, _ = create_task("augmented", ["a", "b", "c"], 1.0, 1e-6, 3000, variant="sageo")
+    doc = task.to_dict()
+    assert "trials" not in doc["parameters"]
+    assert Task.from_dict(doc).digest() == task.digest()
+    doc["parameters"]["trials"] = None
+    with pytest.raises(TaskError, match="trials is null"):
+        Task.from_dict(doc)
 
 
 def test_flip_message_bound_is_a_far_tail():

@@ -182,13 +182,17 @@ def test_tampered_correlated_documents_are_refused(correlated_task, change, frag
         ({"variant": "gauss"}, "variant"),
         ({"beta": 0.1}, "beta"),
         ({"q_right": 1.0}, "q_right"),
-        ({"nu": None}, "needs the parameters nu"),
+        ({"nu": None}, "nu is null"),
     ],
 )
 def test_tampered_augmented_documents_are_refused(augmented_tasks, change, fragment):
     doc = json.loads(augmented_tasks["sageo"][0].to_json())
     doc["parameters"].update(change)
     with pytest.raises(TaskError, match=fragment):
+        Task.from_dict(doc)
+    doc = json.loads(augmented_tasks["sageo"][0].to_json())
+    del doc["parameters"]["nu"]
+    with pytest.raises(TaskError, match="needs the parameters nu"):
         Task.from_dict(doc)
     doc = json.loads(augmented_tasks["sageo"][0].to_json())
     doc["max_messages_per_submission"] = 2

@@ -108,6 +108,26 @@ TASK_SCHEMA = schema_id("task")
 PROTOCOLS: tuple[str, ...] = tuple(SPECS)
 #: Largest ``min_batch_users`` (and number of users in a batch) the services handle:
 #: 2**40 users per batch keep every sum of users over batches far below 2**63.
+#: The fields of a task document, in the order :meth:`Task.to_dict` writes them (the task
+#: schema's ``properties``; all required but ``schema``, which 0.1 documents lack).
+TASK_FIELDS = (
+    "schema",
+    "format",
+    "task_id",
+    "protocol",
+    "domain",
+    "domain_source",
+    "parameters",
+    "epsilon",
+    "delta",
+    "min_batch_users",
+    "max_messages_per_submission",
+    "one_submission_per_client",
+    "message_format",
+    "hpke",
+    "public_key",
+    "shuffledp_version",
+)
 MAX_BATCH_USERS = 2**40
 
 
@@ -308,8 +328,32 @@ class Task:
                 f"task schema must be {TASK_SCHEMA!r} (or absent, as shuffledp 0.1 wrote it), "
                 f"got {data['schema']!r}"
             )
-        if data.get("message_format") != WIRE_VERSION:
-            raise TaskError(f"task message_format must be {WIRE_VERSION}")
+        # The task schema's shape, checked here so that Python reads exactly the documents
+        # the schema (and so every other client) accepts: no field beyond TASK_FIELDS,
+        # every one but ``schema`` present (0.1 wrote none), strings and lists as typed.
+        unknown = sorted(set(data) - set(TASK_FIELDS))
+        if unknown:
+            raise TaskError(
+                f"task document has an unknown field {unknown[0]!r} (a {TASK_FORMAT} document "
+                f"has only {', '.join(TASK_FIELDS)})"
+            )
+        missing = [name for name in TASK_FIELDS if name not in data and name != "schema"]
+        if missing:
+            raise TaskError(f"task document has no field {missing[0]!r}")
+        if isinstance(data["message_format"], bool) or data["message_format"] != WIRE_VERSION:
+            raise TaskError(
+                f"task message_format must be {WIRE_VERSION}, got {data['message_format']!r}"
+            )
+        if not isinstance(data["shuffledp_version"], str):
+            raise TaskError(
+                f"task shuffledp_version must be a string, got {data['shuffledp_version']!r}"
+            )
+        domain = data["domain"]
+        if not isinstance(domain, list):
+            raise TaskError(f"task domain must be a list of labels, got a {type(domain).__name__}")
+        for i, label in enumerate(domain):
+            if not isinstance(label, str):
+                raise TaskError(f"task domain label {i} must be a string, got {label!r}")
         if data.get("hpke") != dict(SUITE_NAMES):
             raise TaskError(f"task hpke must be {dict(SUITE_NAMES)!r}, got {data.get('hpke')!r}")
         params = data.get("parameters")
@@ -323,7 +367,7 @@ class Task:
             task = cls(
                 task_id=data["task_id"],
                 spec=spec,
-                domain=tuple(data["domain"]),
+                domain=tuple(domain),
                 domain_source=data["domain_source"],
                 epsilon=data["epsilon"],
                 delta=data["delta"],
@@ -331,11 +375,9 @@ class Task:
                 public_key=data["public_key"],
                 max_messages_per_submission=data["max_messages_per_submission"],
                 one_submission_per_client=data["one_submission_per_client"],
-                shuffledp_version=data.get("shuffledp_version", "unknown"),
+                shuffledp_version=data["shuffledp_version"],
                 schema=data.get("schema"),
             )
-        except KeyError as exc:
-            raise TaskError(f"task document has no field {exc.args[0]!r}") from None
         except TypeError:
             raise TaskError("task document has a field of the wrong type") from None
         task.check()

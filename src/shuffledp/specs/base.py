@@ -115,6 +115,12 @@ class ProtocolSpec(ABC):
         ]
         if missing:
             raise SpecError(f"{cls.name} parameters need {', '.join(missing)}")
+        written_null = [name for name in cls.optional_fields if name in data and data[name] is None]
+        if written_null:
+            raise SpecError(
+                f"{cls.name} parameter {written_null[0]} is null: an optional parameter that "
+                "does not apply is left out, not written as null"
+            )
         values = {name: data.get(name) for name in cls.fields}
         for name in cls.real_fields:
             values[name] = _real(cls.name, name, values[name])
