@@ -10,7 +10,9 @@
  * Retries. A network error, a timeout, HTTP 429 or a 5xx is retried with exponential
  * backoff and jitter, resending the SAME submission ids and ciphertexts (never randomizing
  * again): the shuffler stores a submission id once, so a user is counted once whatever the
- * network did. Other 4xx answers are final ({@link SubmissionRejectedError}).
+ * network did. An answer's `Retry-After` (in seconds; the services send 1 with a 503) makes
+ * the pause at least that long, up to {@link MAX_RETRY_AFTER_SECONDS}. Other 4xx answers are
+ * final ({@link SubmissionRejectedError}).
  *
  * Trust. The client encrypts to the public key in the task document it is given: ship the
  * document with the client, or pin its digest (`expectedDigest`).
@@ -20,6 +22,19 @@ import { InputError, ShufflerUnavailableError, SubmissionRejectedError } from ".
 import { Random, type RandomSource } from "./random.js";
 import { type Task, checkDigest, clientProtocol, indexOf } from "./task.js";
 import { type KemChoice, MessageSealer } from "./wire.js";
+
+/** The longest pause a `Retry-After` answer can impose on one retry (Python's too). */
+export const MAX_RETRY_AFTER_SECONDS = 30;
+
+/**
+ * The pause an answer's `Retry-After` asks for (RFC 9110 §10.2.3), in seconds: its
+ * delay-seconds form (digits), at most {@link MAX_RETRY_AFTER_SECONDS}; 0 when it is absent
+ * or another form (an HTTP date: the services never send one).
+ */
+export function retryAfterSeconds(value: string | null): number {
+  if (value === null || !/^[0-9]+$/.test(value)) return 0;
+  return Math.min(Number(value), MAX_RETRY_AFTER_SECONDS);
+}
 
 /** `format` of a submissions request (service/shuffler.py's SUBMISSIONS_FORMAT). */
 export const SUBMISSIONS_FORMAT = "shuffledp-submissions/1";
@@ -207,6 +222,7 @@ export class Client {
     for (;;) {
       signal?.throwIfAborted();
       let problem: string;
+      let retryAfter = 0;
       const abort = new AbortController();
       const stop = (): void => abort.abort();
       signal?.addEventListener("abort", stop);
@@ -233,6 +249,7 @@ export class Client {
           throw new SubmissionRejectedError(response.status, reason, detail);
         }
         problem = `HTTP ${response.status}`;
+        retryAfter = retryAfterSeconds(response.headers.get("retry-after"));
       } catch (exc) {
         if (exc instanceof SubmissionRejectedError) throw exc;
         signal?.throwIfAborted();
@@ -242,7 +259,7 @@ export class Client {
         signal?.removeEventListener("abort", stop);
       }
       attempt += 1;
-      const pause = Math.min(5, 0.05 * 2 ** attempt) * (0.5 + this.random.unitInterval() / 2);
+      const pause = Math.max(retryAfter, Math.min(5, 0.05 * 2 ** attempt) * (0.5 + this.random.unitInterval() / 2));
       if (Date.now() + pause * 1000 > deadline) {
         throw new ShufflerUnavailableError(`shuffler at ${this.url} unavailable after ${attempt} attempts (${problem})`);
       }

@@ -22,7 +22,17 @@ export {
   TaskError,
   WireError,
 } from "./errors.js";
-export { Client, DEFAULT_MAX_REQUEST_BYTES, SUBMISSIONS_FORMAT, describeError, newId, requestBody, submissionJson } from "./client.js";
+export {
+  Client,
+  DEFAULT_MAX_REQUEST_BYTES,
+  MAX_RETRY_AFTER_SECONDS,
+  SUBMISSIONS_FORMAT,
+  describeError,
+  newId,
+  requestBody,
+  retryAfterSeconds,
+  submissionJson,
+} from "./client.js";
 export type { Accepted, ClientOptions, Submission } from "./client.js";
 export { CryptoRandom, LazyUniform, Random } from "./random.js";
 export type { RandomSource } from "./random.js";

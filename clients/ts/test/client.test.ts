@@ -9,6 +9,7 @@ import { after, before, describe, it } from "node:test";
 import {
   Client,
   InputError,
+  MAX_RETRY_AFTER_SECONDS,
   MessageBoundError,
   MessageOpener,
   ShufflerUnavailableError,
@@ -17,6 +18,7 @@ import {
   base64Decode,
   fetchTask,
   parseTask,
+  retryAfterSeconds,
 } from "../src/node.js";
 import { wireVectors } from "./paths.js";
 
@@ -28,13 +30,14 @@ interface Seen {
   url: string;
   headers: IncomingHttpHeaders;
   body: string;
+  at: number;
 }
 
 describe("Client against a recording server", () => {
   let server: Server;
   let base = "";
   const seen: Seen[] = [];
-  let answers: { status: number; body: unknown }[] = [];
+  let answers: { status: number; body: unknown; headers?: Record<string, string> }[] = [];
 
   before(async () => {
     server = createServer((request, response) => {
@@ -47,9 +50,9 @@ describe("Client against a recording server", () => {
           return;
         }
         if (request.url?.startsWith("/hang")) return; // never answers
-        seen.push({ url: request.url ?? "", headers: request.headers, body });
+        seen.push({ url: request.url ?? "", headers: request.headers, body, at: performance.now() });
         const answer = answers.shift() ?? { status: 200, body: { status: "accepted" } };
-        response.writeHead(answer.status, { "Content-Type": "application/json" });
+        response.writeHead(answer.status, { "Content-Type": "application/json", ...answer.headers });
         response.end(JSON.stringify(answer.body));
       });
     });
@@ -84,6 +87,27 @@ describe("Client against a recording server", () => {
     const opened = await Promise.all((item?.ciphertexts ?? []).map((c) => opener.open(base64Decode(c, 53))));
     assert.deepEqual(opened, submission.messages);
     assert.equal(opened.length, 1);
+  });
+
+  it("waits at least the Retry-After a 503 asks for, then resends the same body", { timeout: 20_000 }, async () => {
+    seen.length = 0;
+    answers = [{ status: 503, body: { reason: "store_unavailable" }, headers: { "Retry-After": "1" } }];
+    const client = await Client.create(krrTask, { shufflerUrl: base, retrySeconds: 30 });
+    await client.submit("plain");
+    assert.equal(seen.length, 2);
+    assert.equal(seen[0]?.body, seen[1]?.body);
+    const gap = ((seen[1]?.at ?? 0) - (seen[0]?.at ?? 0)) / 1000;
+    // Without the header the first pause is at most 0.1 s (0.05 * 2, jitter below 1).
+    assert.ok(gap >= 1 && gap < 5, `${gap} s between the two requests`);
+  });
+
+  it("reads Retry-After's delay-seconds form only, capped", () => {
+    assert.equal(retryAfterSeconds("1"), 1);
+    assert.equal(retryAfterSeconds("0"), 0);
+    assert.equal(retryAfterSeconds("86400"), MAX_RETRY_AFTER_SECONDS);
+    for (const other of [null, "", "-1", "1.5", " 1", "Wed, 21 Oct 2015 07:28:00 GMT", "\u0661"]) {
+      assert.equal(retryAfterSeconds(other), 0, String(other));
+    }
   });
 
   it("fetchTask gives up after timeoutSeconds, whether the answer or its body is missing", { timeout: 20_000 }, async () => {

@@ -12,6 +12,8 @@ Retries. A connection error, a timeout, HTTP 429 or a 5xx is retried with
 exponential backoff and jitter, with the SAME submission id and ciphertexts:
 the shuffler stores a submission id once, so a retry of a request that did
 reach it is a no-op, and the user is counted once whatever the network did.
+An answer's ``Retry-After`` (in seconds; both services send ``1`` with a 503)
+lengthens the pause to at least that long, up to :data:`MAX_RETRY_AFTER_SECONDS`.
 Other 4xx answers are final (:class:`SubmissionRejectedError`).
 
 Trust. The client encrypts to the public key in the task document. Fetching
@@ -53,15 +55,32 @@ from shuffledp.service.wire import (
 )
 
 __all__ = [
+    "MAX_RETRY_AFTER_SECONDS",
     "Client",
     "ShufflerUnavailableError",
     "Submission",
     "SubmissionRejectedError",
     "fetch_task",
     "request_body_text",
+    "retry_after_seconds",
     "submissions_from_body",
     "tls_verification",
 ]
+
+
+#: The longest pause a ``Retry-After`` answer can impose on one retry.
+MAX_RETRY_AFTER_SECONDS = 30.0
+
+
+def retry_after_seconds(value: str | None) -> float:
+    """The pause an answer's ``Retry-After`` asks for (RFC 9110 §10.2.3), in seconds.
+
+    Its delay-seconds form (digits), at most :data:`MAX_RETRY_AFTER_SECONDS`; 0 when it is
+    absent or another form (an HTTP date: the services never send one).
+    """
+    if value is None or not value.isascii() or not value.isdigit():
+        return 0.0
+    return min(float(value), MAX_RETRY_AFTER_SECONDS)
 
 
 class SubmissionRejectedError(ShuffleDPError):
@@ -441,6 +460,7 @@ class Client:
         deadline = time.monotonic() + self.retry_seconds
         attempt = 0
         while True:
+            retry_after = 0.0
             try:
                 response = self._http.post(self.url, content=body, headers=headers)
             except httpx.TransportError as exc:
@@ -457,8 +477,10 @@ class Client:
                         reason, message = "unknown", response.text[:200]
                     raise SubmissionRejectedError(response.status_code, reason, message)
                 problem = f"HTTP {response.status_code}"
+                retry_after = retry_after_seconds(response.headers.get("retry-after"))
             attempt += 1
             pause = min(5.0, 0.05 * 2**attempt) * (0.5 + random.random() / 2)
+            pause = max(pause, retry_after)
             if time.monotonic() + pause > deadline:
                 raise ShufflerUnavailableError(
                     f"shuffler at {self.url} unavailable after {attempt} attempts ({problem})"

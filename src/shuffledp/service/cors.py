@@ -18,7 +18,8 @@ allows that origin. The shuffler runs with an explicit allow-list of origins
   without any ``Access-Control-*`` header, so the browser does not send the request;
 * a request from a listed origin: answered by the app, with
   ``Access-Control-Allow-Origin`` (so the page can read the answer, errors
-  included) and ``Vary: Origin``;
+  included), ``Access-Control-Expose-Headers: Retry-After`` (so it can read
+  how long a 503 asks it to wait) and ``Vary: Origin``;
 * a ``POST`` (any method but ``GET``, ``HEAD`` and ``OPTIONS``) whose ``Origin``
   is not listed: ``403`` ``origin_not_allowed`` before the app sees it, nothing
   read or stored. A browser sends ``Origin`` with every ``POST``, same-origin
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALLOWED_HEADERS",
+    "EXPOSED_HEADERS",
     "MAX_AGE_SECONDS",
     "CorsMiddleware",
     "check_origin",
@@ -71,6 +73,9 @@ __all__ = [
 
 #: Request headers a page may send besides the safelisted ones (``-Allow-Headers``).
 ALLOWED_HEADERS = "Content-Type"
+#: Response headers a page may read besides the safelisted ones (``-Expose-Headers``):
+#: the pause a 503 asks for, which the TypeScript client honours.
+EXPOSED_HEADERS = "Retry-After"
 #: How long a browser may keep a preflight's answer (``-Max-Age``): an origin removed
 #: from the list stops working in a browser that asked before at most this long after.
 MAX_AGE_SECONDS = 600
@@ -290,7 +295,10 @@ class CorsMiddleware:
         extra = [(b"vary", b"Origin")]
         if allowed:
             assert origin is not None
-            extra.insert(0, (b"access-control-allow-origin", origin.encode("latin-1")))
+            extra[:0] = [
+                (b"access-control-allow-origin", origin.encode("latin-1")),
+                (b"access-control-expose-headers", EXPOSED_HEADERS.encode()),
+            ]
 
         async def send_with_cors(message: Message) -> None:
             if message["type"] == "http.response.start":
