@@ -113,3 +113,42 @@ def test_ts_digest_of_a_task_python_created(tmp_path: Path, protocol: str, domai
     read = tool("digest", tmp_path / "task.json")
     assert read["digest"] == task.digest()
     assert read["canonical"] == json.dumps(task.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+def test_ts_reads_and_writes_json_as_python_does() -> None:
+    """``parseJson`` then ``pythonDumps`` equals ``json.dumps(json.loads(text), sort_keys=True,
+    separators=(",", ":"))`` on random documents: strings of every kind of UTF-16 code unit
+    (controls, DEL, non-ASCII, paired and lone surrogates, every escape), written raw or
+    escaped; and both refuse the same malformed strings."""
+    rng = np.random.default_rng(26)
+    pools = [
+        list(range(0x20)),
+        [0x22, 0x2F, 0x5C, 0x7E, 0x7F, 0x80, 0xFF, 0x2028, 0xFEFF, 0xFFFF],
+        list(range(0x20, 0x7F)),
+        [0xD800, 0xDBFF, 0xDC00, 0xDFFF],  # lone surrogates
+    ]
+
+    def text() -> str:
+        units = []
+        for _ in range(int(rng.integers(0, 12))):
+            pool = pools[int(rng.integers(len(pools)))]
+            units.append(chr(pool[int(rng.integers(len(pool)))]))
+        if rng.random() < 0.3:
+            units.append("\U0001f600")  # a pair in UTF-16
+        return "".join(units)
+
+    texts = []
+    for _ in range(400):
+        doc = {text(): [text(), {text(): text()}] for _ in range(3)}
+        texts.append(json.dumps(doc))  # escaped (ensure_ascii)
+        raw = json.dumps(doc, ensure_ascii=False)
+        if all(not 0xD800 <= ord(c) <= 0xDFFF for c in raw):  # UTF-8 cannot carry lone ones
+            texts.append(raw)
+    bad = ['"\x01"', '"abc', '"\\x"', '"\\u12"', '"\\u12G4"', '["a",]']
+    out = tool("dumps", stdin=json.dumps(texts + bad))
+    expected = [json.dumps(json.loads(t), sort_keys=True, separators=(",", ":")) for t in texts]
+    assert out[: len(texts)] == expected
+    for t, got in zip(bad, out[len(texts) :], strict=True):
+        with pytest.raises(ValueError):
+            json.loads(t)
+        assert isinstance(got, dict) and "error" in got, (t, got)

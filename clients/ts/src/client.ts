@@ -118,23 +118,28 @@ export function describeError(exc: unknown): string {
 /** Submits users' values for one task to a shuffler. */
 export class Client {
   readonly url: string;
-  private readonly random: Random;
-  private readonly retrySeconds: number;
-  private readonly timeoutSeconds: number;
   readonly maxRequestBytes: number;
-  private readonly fetcher: typeof fetch;
+  // ES private fields (not TypeScript's `private`): the bundle minifies their names.
+  readonly #random: Random;
+  readonly #retrySeconds: number;
+  readonly #timeoutSeconds: number;
+  readonly #fetcher: typeof fetch;
+  readonly #sealer: MessageSealer;
+  readonly #options: ClientOptions;
 
   private constructor(
     readonly task: Task,
-    private readonly sealer: MessageSealer,
-    private readonly options: ClientOptions,
+    sealer: MessageSealer,
+    options: ClientOptions,
   ) {
+    this.#sealer = sealer;
+    this.#options = options;
     this.url = `${options.shufflerUrl.replace(/\/+$/, "")}/v1/tasks/${task.taskId}/submissions`;
-    this.random = new Random(options.random);
-    this.retrySeconds = options.retrySeconds ?? 60;
-    this.timeoutSeconds = options.timeoutSeconds ?? 30;
+    this.#random = new Random(options.random);
+    this.#retrySeconds = options.retrySeconds ?? 60;
+    this.#timeoutSeconds = options.timeoutSeconds ?? 30;
     this.maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
-    this.fetcher = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.#fetcher = options.fetch ?? globalThis.fetch.bind(globalThis);
   }
 
   /**
@@ -153,7 +158,7 @@ export class Client {
 
   /** Which X25519 implementation seals. */
   get kem(): "webcrypto" | "pure-js" {
-    return this.sealer.kem;
+    return this.#sealer.kem;
   }
 
   /**
@@ -163,14 +168,14 @@ export class Client {
    *   token and none is given; MessageBoundError if the randomizer drew more messages than
    *   the task's bound (the user does not submit).
    */
-  async prepare(value: string, token: string | undefined = this.options.token): Promise<Submission> {
+  async prepare(value: string, token: string | undefined = this.#options.token): Promise<Submission> {
     const task = this.task;
     const index = indexOf(task, value);
     if (task.oneSubmissionPerClient && token === undefined) {
       throw new InputError("this task admits one submission per client: a client token is needed");
     }
-    const messages = clientProtocol(task).randomize(index, task.domain.length, task.parameters, this.random, task.maxMessagesPerSubmission);
-    const ciphertexts = await this.sealer.sealAll(messages);
+    const messages = clientProtocol(task).randomize(index, task.domain.length, task.parameters, this.#random, task.maxMessagesPerSubmission);
+    const ciphertexts = await this.#sealer.sealAll(messages);
     const submission: Submission = { submissionId: newId(), ciphertexts, messages };
     return token === undefined ? submission : { ...submission, token };
   }
@@ -179,7 +184,7 @@ export class Client {
   async prepareMany(values: readonly string[], tokens?: readonly string[]): Promise<Submission[]> {
     if (tokens !== undefined && tokens.length !== values.length) throw new InputError("give one token per value");
     const out: Submission[] = [];
-    for (let i = 0; i < values.length; i++) out.push(await this.prepare(values[i] as string, tokens === undefined ? this.options.token : tokens[i]));
+    for (let i = 0; i < values.length; i++) out.push(await this.prepare(values[i] as string, tokens === undefined ? this.#options.token : tokens[i]));
     return out;
   }
 
@@ -217,7 +222,7 @@ export class Client {
   async post(submissions: readonly Submission[], options: { signal?: AbortSignal } = {}): Promise<Accepted> {
     const { signal } = options;
     const body = requestBody(submissions);
-    const deadline = Date.now() + this.retrySeconds * 1000;
+    const deadline = Date.now() + this.#retrySeconds * 1000;
     let attempt = 0;
     for (;;) {
       signal?.throwIfAborted();
@@ -226,9 +231,9 @@ export class Client {
       const abort = new AbortController();
       const stop = (): void => abort.abort();
       signal?.addEventListener("abort", stop);
-      const timer = setTimeout(stop, this.timeoutSeconds * 1000);
+      const timer = setTimeout(stop, this.#timeoutSeconds * 1000);
       try {
-        const response = await this.fetcher(this.url, {
+        const response = await this.#fetcher(this.url, {
           method: "POST",
           headers: { "Content-Type": "application/json" },
           body,
@@ -259,7 +264,7 @@ export class Client {
         signal?.removeEventListener("abort", stop);
       }
       attempt += 1;
-      const pause = Math.max(retryAfter, Math.min(5, 0.05 * 2 ** attempt) * (0.5 + this.random.unitInterval() / 2));
+      const pause = Math.max(retryAfter, Math.min(5, 0.05 * 2 ** attempt) * (0.5 + this.#random.unitInterval() / 2));
       if (Date.now() + pause * 1000 > deadline) {
         throw new ShufflerUnavailableError(`shuffler at ${this.url} unavailable after ${attempt} attempts (${problem})`);
       }

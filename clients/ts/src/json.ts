@@ -39,6 +39,8 @@ export class JsonSyntaxError extends Error {
 
 const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
 const WHITESPACE = /[ \t\n\r]*/y;
+// A JSON string token (RFC 8259: no U+0000 to U+001F unescaped).
+const STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
 
 /** Parse JSON text (RFC 8259; no NaN or Infinity) into a typed tree. */
 export function parseJson(text: string): JsonValue {
@@ -125,42 +127,13 @@ export function parseJson(text: string): JsonValue {
     return JsonNumber.int(BigInt(lexeme));
   };
   const string = (): string => {
-    at++; // the opening quote
-    let out = "";
-    for (;;) {
-      const c = text.charCodeAt(at);
-      if (Number.isNaN(c)) fail("unterminated string");
-      if (c === 0x22) {
-        at++;
-        return out;
-      }
-      if (c < 0x20) fail("control character in a string");
-      if (c !== 0x5c) {
-        out += text[at];
-        at++;
-        continue;
-      }
-      const e = text[at + 1];
-      const simple: Record<string, string> = {
-        '"': '"',
-        "\\": "\\",
-        "/": "/",
-        b: "\b",
-        f: "\f",
-        n: "\n",
-        r: "\r",
-        t: "\t",
-      };
-      if (e !== undefined && e in simple) {
-        out += simple[e];
-        at += 2;
-      } else if (e === "u" && /^[0-9a-fA-F]{4}$/.test(text.slice(at + 2, at + 6))) {
-        out += String.fromCharCode(parseInt(text.slice(at + 2, at + 6), 16));
-        at += 6;
-      } else {
-        fail("invalid escape");
-      }
-    }
+    // A string token as RFC 8259 spells it; JSON.parse reads its escapes (lone surrogates
+    // included, as Python's json does).
+    STRING.lastIndex = at;
+    if (STRING.exec(text) === null) fail("invalid string (unterminated, a control character or a bad escape)");
+    const token = text.slice(at, STRING.lastIndex);
+    at = STRING.lastIndex;
+    return JSON.parse(token) as string;
   };
   const result = value(0);
   skip();
@@ -222,22 +195,13 @@ export function pythonFloatRepr(x: number): string {
   return `${sign}${whole}.${fraction}`;
 }
 
-/** A string as `json.dumps(..., ensure_ascii=True)` writes it. */
+/**
+ * A string as `json.dumps(..., ensure_ascii=True)` writes it: `JSON.stringify`'s escapes
+ * (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other controls and lone surrogates as
+ * lower-case `\u00XX`), then every code unit outside U+0020 to U+007E as `\uXXXX` too.
+ */
 export function pythonString(text: string): string {
-  let out = '"';
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22) out += '\\"';
-    else if (c === 0x5c) out += "\\\\";
-    else if (c === 0x0a) out += "\\n";
-    else if (c === 0x0d) out += "\\r";
-    else if (c === 0x09) out += "\\t";
-    else if (c === 0x08) out += "\\b";
-    else if (c === 0x0c) out += "\\f";
-    else if (c < 0x20 || c > 0x7e) out += `\\u${c.toString(16).padStart(4, "0")}`;
-    else out += text[i];
-  }
-  return `${out}"`;
+  return JSON.stringify(text).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 /** Python's order of str keys: by code point (not by UTF-16 code unit). */

@@ -37,18 +37,18 @@ const TWO32 = 4294967296;
 
 /** Buffered 32-bit words of a {@link RandomSource}, and the samplers built on them. */
 export class Random {
-  private readonly buffer = new Uint32Array(1024);
-  private next = this.buffer.length;
+  readonly #buffer = new Uint32Array(1024);
+  #next = this.#buffer.length;
 
   constructor(readonly source: RandomSource = new CryptoRandom()) {}
 
   /** One uniform word in [0, 2^32). */
   word(): number {
-    if (this.next === this.buffer.length) {
-      this.source.fill(this.buffer);
-      this.next = 0;
+    if (this.#next === this.#buffer.length) {
+      this.source.fill(this.#buffer);
+      this.#next = 0;
     }
-    return this.buffer[this.next++] as number;
+    return this.#buffer[this.#next++] as number;
   }
 
   /** A uniform integer in [0, n), n an integer in [1, 2^53], by rejection (no modulo bias). */
@@ -84,13 +84,13 @@ export class Random {
     let total = 0;
     while (rest > 0) {
       const piece = Math.min(rest, POISSON_PIECE);
-      total += this.poissonPiece(piece);
+      total += this.#poissonPiece(piece);
       rest -= piece; // exact: rest - 8 for rest >= 8 is a multiple of rest's ulp
     }
     return total;
   }
 
-  private poissonPiece(mean: number): number {
+  #poissonPiece(mean: number): number {
     const u = new LazyUniform(this);
     let p = Math.exp(-mean); // >= e^-8: no underflow
     let cdf = p;
@@ -137,9 +137,12 @@ export const POISSON_PIECE = 8;
  * comparisons with the same U are consistent (an inversion compares one U with a rising CDF).
  */
 export class LazyUniform {
-  private readonly words: number[] = [];
+  readonly #words: number[] = [];
+  readonly #random: Random;
 
-  constructor(private readonly random: Random) {}
+  constructor(random: Random) {
+    this.#random = random;
+  }
 
   lessThan(x: number): boolean {
     if (x <= 0) return false;
@@ -151,8 +154,8 @@ export class LazyUniform {
       rest *= TWO32;
       const digit = Math.floor(rest);
       rest -= digit;
-      if (i === this.words.length) this.words.push(this.random.word());
-      const w = this.words[i] as number;
+      if (i === this.#words.length) this.#words.push(this.#random.word());
+      const w = this.#words[i] as number;
       if (w !== digit) return w < digit;
       if (rest === 0) return false; // U's digits so far equal x's, all of x's: U ≥ x
     }

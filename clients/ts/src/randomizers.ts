@@ -41,12 +41,16 @@ function num(parameters: Parameters, name: string): number {
 
 class Messages {
   readonly indices: number[] = [];
-  constructor(private readonly max: number) {}
+  readonly #max: number;
+
+  constructor(max: number) {
+    this.#max = max;
+  }
 
   add(index: number, copies = 1): void {
-    if (this.indices.length + copies > this.max) {
+    if (this.indices.length + copies > this.#max) {
       throw new MessageBoundError(
-        `the randomizer drew more than the task's bound of ${this.max} messages; not submitting ` +
+        `the randomizer drew more than the task's bound of ${this.#max} messages; not submitting ` +
           "(this happens with probability at most 1e-30 and does not depend on the value)",
       );
     }

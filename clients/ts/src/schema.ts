@@ -4,8 +4,9 @@
  * It reads the Python package's schema files (embedded by scripts/sync-schemas.mjs) rather
  * than re-spelling their rules. Keywords: type, enum, const, required, properties,
  * additionalProperties, minimum, maximum, exclusiveMinimum, exclusiveMaximum, pattern,
- * minLength, items, minItems, uniqueItems, $ref (to another schema's `$id`, with a JSON
- * pointer fragment), allOf, anyOf, oneOf, not, if/then/else. A keyword outside that set met
+ * items, minItems, uniqueItems, $ref (to another schema's `$id`, with a JSON pointer
+ * fragment), allOf, anyOf, not, if/then/else: the keywords the shipped schemas use (the
+ * browser build carries no other). A keyword outside that set met
  * while validating is an error ({@link SchemaError}), never skipped: a schema that grows a
  * new rule cannot be half-applied.
  *
@@ -42,14 +43,12 @@ const KNOWN = new Set([
   "exclusiveMinimum",
   "exclusiveMaximum",
   "pattern",
-  "minLength",
   "items",
   "minItems",
   "uniqueItems",
   "$ref",
   "allOf",
   "anyOf",
-  "oneOf",
   "not",
   "if",
   "then",
@@ -214,7 +213,6 @@ function check(schema: Schema, base: string, value: JsonValue, path: string, out
     if (typeof s.pattern === "string" && !new RegExp(s.pattern, "u").test(value)) {
       fail(`must match ${s.pattern}, got ${showValue(value)}`);
     }
-    if (typeof s.minLength === "number" && [...value].length < s.minLength) fail(`must have at least ${s.minLength} characters`);
   }
   if (Array.isArray(value)) {
     if (typeof s.minItems === "number" && value.length < s.minItems) fail(`must have at least ${s.minItems} items, got ${value.length}`);
@@ -233,10 +231,6 @@ function check(schema: Schema, base: string, value: JsonValue, path: string, out
   for (const sub of (s.allOf as Schema[] | undefined) ?? []) check(sub, base2, value, path, out);
   if (s.anyOf !== undefined && !(s.anyOf as Schema[]).some((sub) => matches(sub, base2, value, path))) {
     fail("matches none of the allowed forms (anyOf)");
-  }
-  if (s.oneOf !== undefined) {
-    const count = (s.oneOf as Schema[]).filter((sub) => matches(sub, base2, value, path)).length;
-    if (count !== 1) fail(`must match exactly one of the allowed forms (oneOf), matches ${count}`);
   }
   if (s.not !== undefined && matches(s.not as Schema, base2, value, path)) fail(`must not match ${show(s.not)}`);
   if (s.if !== undefined) {

@@ -81,15 +81,23 @@ export async function hpkeSuite(choice: KemChoice = "auto"): Promise<{ suite: Ci
 
 /** Seals messages of one task to the analyzer's public key (client side). */
 export class MessageSealer {
+  readonly #suite: CipherSuite;
+  readonly #key: CryptoKey;
+  readonly #info: Uint8Array;
+
   private constructor(
-    private readonly suite: CipherSuite,
-    private readonly key: CryptoKey,
-    private readonly info: Uint8Array,
+    suite: CipherSuite,
+    key: CryptoKey,
+    info: Uint8Array,
     /** Distinct message indices; an index outside is refused before sealing. */
     readonly domainSize: number,
     /** Which X25519 seals. */
     readonly kem: "webcrypto" | "pure-js",
-  ) {}
+  ) {
+    this.#suite = suite;
+    this.#key = key;
+    this.#info = info;
+  }
 
   /**
    * A sealer for a task's key, id and message domain.
@@ -106,7 +114,7 @@ export class MessageSealer {
   /** The 53-byte ciphertext of one message (a fresh encapsulation each). */
   async seal(index: number): Promise<Uint8Array> {
     const plaintext = encodePlaintext(index, this.domainSize);
-    const { enc, ct: ciphertext } = await this.suite.seal({ recipientPublicKey: this.key, info: this.info }, plaintext);
+    const { enc, ct: ciphertext } = await this.#suite.seal({ recipientPublicKey: this.#key, info: this.#info }, plaintext);
     const out = new Uint8Array(CIPHERTEXT_LENGTH);
     out.set(new Uint8Array(enc), 0);
     const ct = new Uint8Array(ciphertext);

@@ -7,6 +7,9 @@
  *   seal TASK_FILE KEM             stdin: JSON array of message indices; stdout: their
  *                                  ciphertexts, base64, sealed by the TS package
  *   repr                           stdin: JSON array of numbers; stdout: Python's repr of each
+ *   dumps                          stdin: JSON array of JSON texts; stdout: for each, parseJson
+ *                                  then pythonDumps (json.dumps, sort_keys, compact), or
+ *                                  {error} if parseJson refuses it
  *   digest TASK_FILE               the task's digest and canonical JSON, as the TS package reads it
  *   check-tasks                    stdin: JSON array of {name, text} task documents (text as
  *                                  written); stdout: JSON array of {name, ok, digest | error},
@@ -15,7 +18,8 @@
  *                                  beta the TS package accepts at each (1 - e^(-epsilon/2))
  */
 import { readFileSync } from "node:fs";
-import { MessageSealer, Random, TaskError, base64Encode, clientProtocol, indexOf, parseTask, pythonFloatRepr, taskDigest, type KemChoice } from "../../src/node.js";
+import { MessageSealer, Random, TaskError, base64Encode, clientProtocol, indexOf, parseJson, parseTask, pythonDumps, pythonFloatRepr, taskDigest, type KemChoice } from "../../src/node.js";
+import { JsonSyntaxError } from "../../src/json.js";
 import { minimumBeta } from "../../src/task.js";
 
 const [command, ...args] = process.argv.slice(2);
@@ -42,6 +46,17 @@ if (command === "sample") {
 } else if (command === "repr") {
   const numbers = JSON.parse(stdin()) as number[];
   process.stdout.write(JSON.stringify(numbers.map(pythonFloatRepr)) + "\n");
+} else if (command === "dumps") {
+  const texts = JSON.parse(stdin()) as string[];
+  const out = texts.map((text) => {
+    try {
+      return pythonDumps(parseJson(text));
+    } catch (exc) {
+      if (!(exc instanceof JsonSyntaxError)) throw exc;
+      return { error: exc.message };
+    }
+  });
+  process.stdout.write(JSON.stringify(out) + "\n");
 } else if (command === "digest") {
   const t = task(args[0]);
   process.stdout.write(JSON.stringify({ digest: await taskDigest(t), canonical: t.canonicalJson }) + "\n");
