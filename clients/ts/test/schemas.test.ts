@@ -28,6 +28,30 @@ describe("schemas", () => {
     assert.deepEqual(SCHEMA_DOCUMENTS, embedded(documents));
   });
 
+  it("every keyword of every shipped schema, in every branch, is one the validator implements", () => {
+    // Validation checks the keywords of the branches it takes; this walks them all, so a
+    // schema that grows a keyword the browser build leaves out fails here, not on a device.
+    const SUBSCHEMA_MAPS = new Set(["properties", "$defs"]);
+    const SUBSCHEMAS = new Set(["items", "additionalProperties", "not", "if", "then", "else"]);
+    const SUBSCHEMA_LISTS = new Set(["allOf", "anyOf"]);
+    let nodes = 0;
+    const walk = (node: unknown, base: string): void => {
+      if (typeof node !== "object" || node === null) return;
+      const schema = node as Record<string, unknown>;
+      const here = typeof schema.$id === "string" ? schema.$id : base;
+      // Checked against a value no keyword here reaches (its $ref, if any, is resolved too).
+      assert.doesNotThrow(() => validateWith({ ...schema, $ref: undefined, if: undefined }, here, null), `${here}: ${Object.keys(schema).join(", ")}`);
+      nodes += 1;
+      for (const [key, value] of Object.entries(schema)) {
+        if (SUBSCHEMA_MAPS.has(key)) for (const sub of Object.values(value as object)) walk(sub, here);
+        else if (SUBSCHEMAS.has(key)) walk(value, here);
+        else if (SUBSCHEMA_LISTS.has(key)) for (const sub of value as unknown[]) walk(sub, here);
+      }
+    };
+    for (const document of Object.values(SCHEMA_DOCUMENTS)) walk(document, "");
+    assert.ok(nodes > 50, `${nodes} schema nodes walked`);
+  });
+
   it("a keyword outside the supported subset is an error, not skipped", () => {
     assert.throws(
       () => validateWith({ type: "integer", multipleOf: 2 }, "urn:test", JsonNumber.int(3)),
