@@ -25,13 +25,16 @@ export function browserAvailable(): boolean {
   return false;
 }
 
-/** Open `url`, wait for the page's result (at most `seconds`), close the browser. */
-export async function runPage(url: string, seconds = 60): Promise<{ result: Record<string, unknown>; console: string[] }> {
+/**
+ * Open `url`, wait for the page's result (at most `seconds`), close the browser.
+ * `extraArgs` go to Chromium's command line (e.g. `--host-resolver-rules`).
+ */
+export async function runPage(url: string, seconds = 60, extraArgs: readonly string[] = []): Promise<{ result: Record<string, unknown>; console: string[] }> {
   const browser = await puppeteer.launch({
     executablePath: CHROMIUM,
     headless: true,
     pipe: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-crash-reporter", "--disable-breakpad"],
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-crash-reporter", "--disable-breakpad", ...extraArgs],
   });
   const console: string[] = [];
   try {
