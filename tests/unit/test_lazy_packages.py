@@ -25,6 +25,7 @@ LAZY_PACKAGES = (
     "shuffledp.protocols",
     "shuffledp.randomizers",
     "shuffledp.shuffler",
+    "shuffledp.specs",
 )
 
 

@@ -11,20 +11,29 @@ that maps a protocol's name to its spec.
 Layering: specs sit above ``randomizers/`` and ``accounting/`` (whose types
 they hold) and below ``protocols/`` (imported inside the methods that build a
 protocol), ``service/`` and ``cli/``.
+
+The names below are re-exported lazily (PEP 562), as ``shuffledp.protocols``
+does: ``from shuffledp.specs import FlipSpec`` (what ``shuffledp run flip``
+does) loads FLIP's spec only, not every spec's certificates and randomizers.
 """
 
 from __future__ import annotations
 
-from shuffledp.specs.augmented import AugmentedSpec, PlainValueRandomizer
-from shuffledp.specs.base import ProtocolSpec, Randomizer, SpecError
-from shuffledp.specs.correlated import CorrelatedSpec
-from shuffledp.specs.flip import FlipSpec
-from shuffledp.specs.krr import KRRSpec
-from shuffledp.specs.registry import SPECS, spec_class, spec_from_dict
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from shuffledp.specs.augmented import AugmentedSpec, PlainValueRandomizer
+    from shuffledp.specs.base import Calibrated, ProtocolSpec, Randomizer, SpecError
+    from shuffledp.specs.correlated import CorrelatedSpec
+    from shuffledp.specs.flip import FlipSpec
+    from shuffledp.specs.krr import KRRSpec
+    from shuffledp.specs.registry import SPECS, spec_class, spec_from_dict
 
 __all__ = [
     "SPECS",
     "AugmentedSpec",
+    "Calibrated",
     "CorrelatedSpec",
     "FlipSpec",
     "KRRSpec",
@@ -35,3 +44,34 @@ __all__ = [
     "spec_class",
     "spec_from_dict",
 ]
+
+#: Where each re-exported name lives, imported on first use.
+_LAZY: dict[str, str] = {
+    "AugmentedSpec": "shuffledp.specs.augmented",
+    "PlainValueRandomizer": "shuffledp.specs.augmented",
+    "Calibrated": "shuffledp.specs.base",
+    "ProtocolSpec": "shuffledp.specs.base",
+    "Randomizer": "shuffledp.specs.base",
+    "SpecError": "shuffledp.specs.base",
+    "CorrelatedSpec": "shuffledp.specs.correlated",
+    "FlipSpec": "shuffledp.specs.flip",
+    "KRRSpec": "shuffledp.specs.krr",
+    "SPECS": "shuffledp.specs.registry",
+    "spec_class": "shuffledp.specs.registry",
+    "spec_from_dict": "shuffledp.specs.registry",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Return a re-exported name, importing its module on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'shuffledp.specs' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    """List the public names, the lazily imported ones included."""
+    return sorted({*globals(), *__all__})

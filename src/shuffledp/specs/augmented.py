@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,11 +27,16 @@ from shuffledp.accounting.certificates.augmented import (
     SBinLaw,
     check_beta,
 )
-from shuffledp.specs.base import ProtocolSpec, SpecError
+from shuffledp.specs.base import Calibrated, ProtocolSpec, SpecError
 
 if TYPE_CHECKING:
+    from shuffledp.accounting.certificates.augmented import Variant
     from shuffledp.messages import MessageBatch
-    from shuffledp.protocols.augmented import AugmentedCalibration, AugmentedProtocol
+    from shuffledp.protocols.augmented import (
+        AugmentedCalibration,
+        AugmentedProtocol,
+        Calibration,
+    )
 
 __all__ = ["AUGMENTED_CALIBRATIONS", "AugmentedSpec", "PlainValueRandomizer"]
 
@@ -127,6 +132,68 @@ class AugmentedSpec(ProtocolSpec):
         return SAGeoLaw(self.nu, self.q_left, self.q_right)
 
     @classmethod
+    def calibrated(
+        cls,
+        n: int,
+        labels: Sequence[str],
+        epsilon: float,
+        delta: float,
+        *,
+        variant: str = "sageo",
+        beta: float | None = None,
+        nu: int | None = None,
+        trials: int | None = None,
+        calibration: str = "exact",
+    ) -> Calibrated[AugmentedSpec, AugmentedProtocol]:
+        """The law the exact accountant chooses for (ε, δ) (or certifies, given ν or M).
+
+        Args:
+            n: Number of users.
+            labels: The public domain's labels, in bin order.
+            epsilon: Target ε.
+            delta: Target δ.
+            variant: ``"sageo"``, ``"s1geo"`` or ``"sbin"``.
+            beta: The shuffler's sampling rate (default 1; S1Geo fixes its own).
+            nu: A fixed SAGeo shift to certify.
+            trials: A fixed SBin M to certify.
+            calibration: ``"exact"`` or ``"paper"`` (SAGeo's closed-form ν,
+                certified exactly).
+
+        Returns:
+            The spec and :meth:`AugmentedProtocol.calibrated
+            <shuffledp.protocols.augmented.AugmentedProtocol.calibrated>` for n
+            users over ``labels``, whose calibration chose it.
+
+        Raises:
+            InvalidParameterError: On a bad parameter, a parameter the variant
+                does not take, or a target the law (or the given ν or M) misses.
+        """
+        from shuffledp.protocols.augmented import AugmentedProtocol
+
+        augmented = AugmentedProtocol.calibrated(
+            n,
+            list(labels),
+            epsilon,
+            delta,
+            variant=cast("Variant", variant),  # both checked by calibrate_augmented
+            beta=beta,
+            nu=nu,
+            trials=trials,
+            calibration=cast("Calibration", calibration),
+        )
+        cal = augmented.calibration
+        spec = cls(
+            variant=cal.variant,
+            beta=cal.beta,
+            nu=cal.nu,
+            q_left=cal.q_left,
+            q_right=cal.q_right,
+            trials=cal.trials,
+            calibration=cal.method,
+        )
+        return Calibrated(spec, augmented)
+
+    @classmethod
     def calibrate(
         cls,
         n: int,
@@ -140,29 +207,18 @@ class AugmentedSpec(ProtocolSpec):
         trials: int | None = None,
         calibration: str = "exact",
     ) -> AugmentedSpec:
-        """The law the exact accountant chooses for (ε, δ) (or certifies, given ν or M)."""
-        from shuffledp.protocols.augmented import calibrate_augmented
-
-        cal = calibrate_augmented(
+        """The spec of :meth:`calibrated`: the law for (ε, δ) (or the given ν or M certified)."""
+        return cls.calibrated(
             n,
-            len(labels),
+            labels,
             epsilon,
             delta,
-            variant=variant,  # type: ignore[arg-type]
+            variant=variant,
             beta=beta,
             nu=nu,
             trials=trials,
-            calibration=calibration,  # type: ignore[arg-type]
-        )
-        return cls(
-            variant=cal.variant,
-            beta=cal.beta,
-            nu=cal.nu,
-            q_left=cal.q_left,
-            q_right=cal.q_right,
-            trials=cal.trials,
-            calibration=cal.method,
-        )
+            calibration=calibration,
+        ).spec
 
     def randomizer(self, domain_size: int) -> PlainValueRandomizer:
         """The client sends its value: :class:`PlainValueRandomizer`."""

@@ -14,8 +14,11 @@ object of a task document, valid against the protocol's JSON Schema
   one is attained) and whose ``estimate`` is the analyzer;
 - :meth:`ProtocolSpec.max_messages`: the per-submission message bound, and
   :meth:`ProtocolSpec.capped_parties`: how many parties it caps;
-- a classmethod ``calibrate`` on each spec: the parameters the certified
-  accountant chooses for a target (ε, δ).
+- a classmethod ``calibrated`` on each spec: the parameters the certified
+  accountant chooses for a target (ε, δ) at n users, and the protocol it
+  certified with them (a :class:`Calibrated`: one calibration, one
+  certificate; ``run`` executes the protocol, ``task create`` records the
+  spec), and ``calibrate``, the spec alone.
 
 Specs are values, in the spirit of dp-accounting's ``DpEvent`` types: built
 from numbers, compared by value, with no hidden state. Their constructors
@@ -30,7 +33,8 @@ import inspect
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,7 +47,10 @@ if TYPE_CHECKING:
     from shuffledp.messages import MessageBatch
     from shuffledp.protocols.base import ShuffleProtocol
 
-__all__ = ["ProtocolSpec", "Randomizer", "SpecError"]
+__all__ = ["Calibrated", "ProtocolSpec", "Randomizer", "SpecError"]
+
+SpecT = TypeVar("SpecT", bound="ProtocolSpec")
+ProtocolT = TypeVar("ProtocolT", bound="ShuffleProtocol[Any, Any, Any, Any, Any]")
 
 
 class SpecError(InvalidParameterError):
@@ -56,6 +63,26 @@ class Randomizer(Protocol):
     def randomize(self, values: NDArray[np.integer], seed: SeedLike = None) -> MessageBatch:
         """Return the users' messages (payload = bin index, or the protocol's encoding)."""
         ...
+
+
+@dataclass(frozen=True)
+class Calibrated(Generic[SpecT, ProtocolT]):
+    """What a spec's ``calibrated`` returns: the parameters chosen and the protocol they make.
+
+    One calibration gives both, its certificate computed once: ``spec`` is
+    what a task document records, ``protocol`` what a ``run`` executes and
+    releases (its ``calibration`` is the calibration itself, with how the
+    parameters were chosen, the target δ and the notes, as the protocol's own
+    ``calibrated`` gives it).
+
+    Attributes:
+        spec: The public parameters the certified accountant chose.
+        protocol: The protocol for the n users calibrated for, over the labels
+            given, with exactly those parameters.
+    """
+
+    spec: SpecT
+    protocol: ProtocolT
 
 
 class ProtocolSpec(ABC):
@@ -133,15 +160,32 @@ class ProtocolSpec(ABC):
 
     # Calibration -------------------------------------------------------------------
 
+    # Each spec defines two classmethods with its own keyword-only options (typed
+    # per spec, so they are not declared here: an override could not narrow them):
+    #   calibrated(n, labels, epsilon, delta, **options) -> Calibrated[Spec, Protocol]
+    #   calibrate(n, labels, epsilon, delta, **options) -> Spec  (calibrated(...).spec)
+
     @classmethod
     def calibration_options(cls) -> tuple[str, ...]:
-        """The keyword options the spec's ``calibrate`` takes (``fake_users``, ``variant``, ...)."""
-        signature = inspect.signature(cls._calibrate())
+        """The keyword options the spec's ``calibrated`` takes (``fake_users``, ``variant``...)."""
+        signature = inspect.signature(cls._calibrated())
         return tuple(
             name
             for name, parameter in signature.parameters.items()
             if parameter.kind is inspect.Parameter.KEYWORD_ONLY
         )
+
+    @classmethod
+    def calibrated_with(
+        cls,
+        n: int,
+        labels: Sequence[str],
+        epsilon: float,
+        delta: float,
+        options: Mapping[str, Any],
+    ) -> Calibrated[ProtocolSpec, ShuffleProtocol[Any, Any, Any, Any, Any]]:
+        """``calibrated(n, labels, epsilon, delta, **options)`` of the spec's class."""
+        return cls._calibrated()(n, labels, epsilon, delta, **options)
 
     @classmethod
     def calibrate_with(
@@ -152,13 +196,17 @@ class ProtocolSpec(ABC):
         delta: float,
         options: Mapping[str, Any],
     ) -> ProtocolSpec:
-        """``calibrate(n, labels, epsilon, delta, **options)`` of the spec's class."""
-        return cls._calibrate()(n, labels, epsilon, delta, **options)
+        """``calibrate(n, labels, epsilon, delta, **options)``: :meth:`calibrated_with`'s spec."""
+        return cls.calibrated_with(n, labels, epsilon, delta, options).spec
 
     @classmethod
-    def _calibrate(cls) -> Callable[..., ProtocolSpec]:
-        calibrate: Callable[..., ProtocolSpec] = getattr(cls, "calibrate")  # noqa: B009
-        return calibrate
+    def _calibrated(
+        cls,
+    ) -> Callable[..., Calibrated[ProtocolSpec, ShuffleProtocol[Any, Any, Any, Any, Any]]]:
+        calibrated: Callable[
+            ..., Calibrated[ProtocolSpec, ShuffleProtocol[Any, Any, Any, Any, Any]]
+        ] = getattr(cls, "calibrated")  # noqa: B009
+        return calibrated
 
     @classmethod
     @abstractmethod

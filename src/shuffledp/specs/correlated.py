@@ -17,16 +17,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from shuffledp._validation import check_int
+from shuffledp._validation import InvalidParameterError, check_int
+from shuffledp._wording import Parameter, Worded
 from shuffledp.accounting.certificates.correlated_noise import (
     NEIGHBOURS,
     CorrelatedNoise,
     Neighbours,
 )
-from shuffledp.specs.base import ProtocolSpec, SpecError
+from shuffledp.specs.base import Calibrated, ProtocolSpec, SpecError
 
 if TYPE_CHECKING:
-    from shuffledp.protocols.correlated import CorrelatedCalibration, CorrelatedProtocol
+    from shuffledp.protocols.correlated import (
+        CorrelatedCalibration,
+        CorrelatedProtocol,
+        MinHonest,
+    )
     from shuffledp.randomizers.correlated import CorrelatedRandomizer
 
 __all__ = ["CorrelatedSpec"]
@@ -92,6 +97,90 @@ class CorrelatedSpec(ProtocolSpec):
         return CorrelatedNoise(self.alpha, self.flood_r, self.flood_q)
 
     @classmethod
+    def calibrated(
+        cls,
+        n: int,
+        labels: Sequence[str],
+        epsilon: float,
+        delta: float,
+        *,
+        slack: float | None = None,
+        neighbours: Neighbours = "replacement",
+        calibration: str = "exact",
+        min_honest: MinHonest = None,
+    ) -> Calibrated[CorrelatedSpec, CorrelatedProtocol]:
+        """The cheapest certified noise for (ε, δ), split over m = ``min_honest`` users' shares.
+
+        Args:
+            n: Number of users.
+            labels: The public domain's labels, in bin order.
+            epsilon: Target ε.
+            delta: Target δ.
+            slack: The accuracy slack (default
+                :data:`~shuffledp.protocols.correlated.DEFAULT_SLACK`).
+            neighbours: ``"replacement"`` or ``"add-remove"``.
+            calibration: ``"exact"`` (the only one).
+            min_honest: m: a count of users, a fraction of n in (0, 1], or
+                ``None`` for all n (a task's ``min_batch_users``); at least 2.
+
+        Returns:
+            The spec and :meth:`CorrelatedProtocol.calibrated
+            <shuffledp.protocols.correlated.CorrelatedProtocol.calibrated>` for n
+            users over ``labels``, whose calibration chose it.
+
+        Raises:
+            InvalidParameterError: On a bad parameter, an m below 2 (checked
+                before any calibration), or a target no noise meets.
+        """
+        from shuffledp.protocols.correlated import (
+            DEFAULT_SLACK,
+            CorrelatedProtocol,
+            resolve_min_honest,
+        )
+
+        if calibration != "exact":
+            raise SpecError(
+                f"the correlated protocol is calibrated by the exact accountant only; got "
+                f"calibration {calibration!r}"
+            )
+        m = resolve_min_honest(min_honest, n)
+        if m < 2:
+            given: Parameter | Worded = (
+                Worded("{name} (default: all n users)", name=Parameter("min_honest"))
+                if min_honest is None
+                else Parameter("min_honest", min_honest)
+            )
+            raise InvalidParameterError(
+                Worded(
+                    "{given} is {m} user of n={n}; the correlated spec needs at least 2 users "
+                    "whose noise shares the guarantee counts on",
+                    given=given,
+                    m=m,
+                    n=n,
+                )
+            )
+        correlated = CorrelatedProtocol.calibrated(
+            n,
+            list(labels),
+            epsilon,
+            delta,
+            slack=DEFAULT_SLACK if slack is None else slack,
+            min_honest=min_honest,
+            neighbours=neighbours,
+        )
+        cal = correlated.calibration
+        spec = cls(
+            alpha=cal.alpha,
+            flood_r=cal.flood_r,
+            flood_q=cal.flood_q,
+            min_honest=cal.min_honest,
+            neighbours=neighbours,
+            slack=cal.slack,
+            calibration=cal.method,
+        )
+        return Calibrated(spec, correlated)
+
+    @classmethod
     def calibrate(
         cls,
         n: int,
@@ -102,33 +191,19 @@ class CorrelatedSpec(ProtocolSpec):
         slack: float | None = None,
         neighbours: Neighbours = "replacement",
         calibration: str = "exact",
+        min_honest: MinHonest = None,
     ) -> CorrelatedSpec:
-        """The cheapest certified noise for (ε, δ), split over m = n users' shares."""
-        from shuffledp.protocols.correlated import DEFAULT_SLACK, calibrate_correlated
-
-        if calibration != "exact":
-            raise SpecError(
-                f"the correlated protocol is calibrated by the exact accountant only; got "
-                f"calibration {calibration!r}"
-            )
-        cal = calibrate_correlated(
+        """The spec of :meth:`calibrated`: the noise for (ε, δ), split over m users' shares."""
+        return cls.calibrated(
             n,
-            len(labels),
+            labels,
             epsilon,
             delta,
-            slack=DEFAULT_SLACK if slack is None else slack,
-            min_honest=n,
+            slack=slack,
             neighbours=neighbours,
-        )
-        return cls(
-            alpha=cal.alpha,
-            flood_r=cal.flood_r,
-            flood_q=cal.flood_q,
-            min_honest=n,
-            neighbours=neighbours,
-            slack=cal.slack,
-            calibration=cal.method,
-        )
+            calibration=calibration,
+            min_honest=min_honest,
+        ).spec
 
     def message_domain_size(self, domain_size: int) -> int:
         """2d: a message is a (bin, sign) pair."""

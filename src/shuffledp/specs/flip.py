@@ -20,8 +20,7 @@ from shuffledp._validation import (
     check_flip_probability,
     check_int,
 )
-from shuffledp.accounting.certificates.message_bounds import MESSAGE_TAIL_PROBABILITY
-from shuffledp.specs.base import ProtocolSpec, SpecError
+from shuffledp.specs.base import Calibrated, ProtocolSpec, SpecError
 
 if TYPE_CHECKING:
     from shuffledp.accounting.methods import Mechanism
@@ -42,6 +41,9 @@ def flip_max_messages(domain_size: int, q: float, fake_users: int) -> int:
     the bound is the smallest c with P[1 + Bin((k + 1)·d − 1, q) > c] ≤ 1e-30.
     """
     from scipy.stats import binom
+
+    # (message_bounds imports the correlated and augmented certificates: not at import time)
+    from shuffledp.accounting.certificates.message_bounds import MESSAGE_TAIL_PROBABILITY
 
     trials = (fake_users + 1) * domain_size - 1
     mean = trials * q
@@ -83,7 +85,7 @@ class FlipSpec(ProtocolSpec):
             )
 
     @classmethod
-    def calibrate(
+    def calibrated(
         cls,
         n: int,
         labels: Sequence[str],
@@ -92,8 +94,26 @@ class FlipSpec(ProtocolSpec):
         *,
         fake_users: int | None = None,
         calibration: Literal["exact", "paper"] = "exact",
-    ) -> FlipSpec:
-        """The q (and k) the certified accountant chooses for (ε, δ) at n users (Alg. 2)."""
+    ) -> Calibrated[FlipSpec, FlipProtocol]:
+        """The q (and k) the certified accountant chooses for (ε, δ) at n users (Alg. 2).
+
+        Args:
+            n: Number of users.
+            labels: The public domain's labels, in bin order.
+            epsilon: Target ε.
+            delta: Target δ.
+            fake_users: k (default: :func:`~shuffledp.protocols.flip.calibrate_flip`'s).
+            calibration: ``"exact"`` (the smallest q the exact accountant
+                certifies) or ``"paper"`` (Claim III.1's q, certified exactly).
+
+        Returns:
+            The spec and :meth:`FlipProtocol.calibrated
+            <shuffledp.protocols.flip.FlipProtocol.calibrated>` for n users over
+            ``labels``, whose calibration chose it.
+
+        Raises:
+            InvalidParameterError: On a bad parameter, or a target no q meets.
+        """
         from shuffledp.protocols.flip import FlipProtocol
 
         if calibration not in FLIP_CALIBRATIONS:
@@ -104,7 +124,24 @@ class FlipSpec(ProtocolSpec):
             n, list(labels), epsilon, delta, fake_users=fake_users, calibration=calibration
         )
         cal = flip.calibration
-        return cls(q=cal.q, fake_users=cal.fake_users, calibration=cal.method)
+        spec = cls(q=cal.q, fake_users=cal.fake_users, calibration=cal.method)
+        return Calibrated(spec, flip)
+
+    @classmethod
+    def calibrate(
+        cls,
+        n: int,
+        labels: Sequence[str],
+        epsilon: float,
+        delta: float,
+        *,
+        fake_users: int | None = None,
+        calibration: Literal["exact", "paper"] = "exact",
+    ) -> FlipSpec:
+        """The spec of :meth:`calibrated`: q (and k) for (ε, δ) at n users (Alg. 2)."""
+        return cls.calibrated(
+            n, labels, epsilon, delta, fake_users=fake_users, calibration=calibration
+        ).spec
 
     def mechanism(self, n: int, domain_size: int) -> Mechanism:
         """The accountant's description of these parameters at n users over d bins.

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from shuffledp._validation import check_epsilon, check_int
-from shuffledp.specs.base import ProtocolSpec, SpecError
+from shuffledp.specs.base import Calibrated, ProtocolSpec, SpecError
 
 if TYPE_CHECKING:
     from shuffledp.accounting.methods import Mechanism
+    from shuffledp.analyzers.krr_estimators import KRREstimator
     from shuffledp.protocols.krr import KRRProtocol
     from shuffledp.randomizers.krr import KRRRandomizer
 
@@ -58,6 +59,58 @@ class KRRSpec(ProtocolSpec):
             raise SpecError(f"calibration must be a string, got {self.calibration!r}")
 
     @classmethod
+    def calibrated(
+        cls,
+        n: int,
+        labels: Sequence[str],
+        epsilon: float,
+        delta: float,
+        *,
+        estimator: str = "inversion",
+        epsilon0: float | None = None,
+    ) -> Calibrated[KRRSpec, KRRProtocol]:
+        """The largest ε₀ the certified accountant allows for (ε, δ) at n users.
+
+        Args:
+            n: Number of users.
+            labels: The public domain's labels, in bin order.
+            epsilon: Target ε.
+            delta: Target δ.
+            estimator: The analyzer's estimator (one of :data:`KRR_ESTIMATORS`).
+            epsilon0: A fixed ε₀ to certify instead of calibrating (its
+                calibration is then ``fixed``).
+
+        Returns:
+            The spec and :meth:`KRRProtocol.calibrated
+            <shuffledp.protocols.krr.KRRProtocol.calibrated>` for n users over
+            ``labels``, whose calibration chose it.
+
+        Raises:
+            InvalidParameterError: On a bad parameter (``estimator`` before any
+                calibration), or a target no ε₀ (or not the given one) meets.
+        """
+        from shuffledp.protocols.krr import KRRProtocol
+
+        if estimator not in KRR_ESTIMATORS:
+            raise SpecError(
+                f"estimator must be one of {', '.join(KRR_ESTIMATORS)}, got {estimator!r}"
+            )
+        krr = KRRProtocol.calibrated(
+            n,
+            list(labels),
+            epsilon,
+            delta,
+            epsilon0=epsilon0,
+            estimator=cast("KRREstimator", estimator),
+        )
+        spec = cls(
+            epsilon0=krr.calibration.epsilon0,
+            estimator=estimator,
+            calibration=krr.calibration.method,
+        )
+        return Calibrated(spec, krr)
+
+    @classmethod
     def calibrate(
         cls,
         n: int,
@@ -66,18 +119,12 @@ class KRRSpec(ProtocolSpec):
         delta: float,
         *,
         estimator: str = "inversion",
+        epsilon0: float | None = None,
     ) -> KRRSpec:
-        """The largest ε₀ the certified accountant allows for (ε, δ) at n users."""
-        from shuffledp.protocols.krr import KRRProtocol
-
-        if estimator not in KRR_ESTIMATORS:
-            raise SpecError(f"unknown k-RR estimator {estimator!r}")
-        krr = KRRProtocol.calibrated(n, list(labels), epsilon, delta)
-        return cls(
-            epsilon0=krr.calibration.epsilon0,
-            estimator=estimator,
-            calibration=krr.calibration.method,
-        )
+        """The spec of :meth:`calibrated`: ε₀ for (ε, δ) at n users."""
+        return cls.calibrated(
+            n, labels, epsilon, delta, estimator=estimator, epsilon0=epsilon0
+        ).spec
 
     def mechanism(self, n: int, domain_size: int) -> Mechanism:
         """The accountant's description of these parameters at n users over d bins.

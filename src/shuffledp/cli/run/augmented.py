@@ -112,13 +112,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     """Run the augmented protocol on the input column."""
     from shuffledp._progress import working
-    from shuffledp.protocols.augmented import AugmentedProtocol
+    from shuffledp.specs import AugmentedSpec
 
     epsilon, delta, output, plot = prepare_run(args)
     options = augmented_options(args, epsilon)
     data = load_input(args)
     with working("calibrating the shuffler's dummies"):
-        protocol = AugmentedProtocol.calibrated(
+        protocol = AugmentedSpec.calibrated(
             data.n,
             data.loaded.domain,
             epsilon,
@@ -128,7 +128,7 @@ def execute(args: argparse.Namespace) -> int:
             nu=options.nu,
             trials=options.trials,
             calibration=options.calibration,
-        )
+        ).protocol
     run = data.run(protocol, args.path)
     cal = protocol.calibration
     title = (

@@ -93,14 +93,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     """Run the correlated protocol on the input column."""
     from shuffledp._progress import working
-    from shuffledp.protocols.correlated import CorrelatedProtocol
+    from shuffledp.specs import CorrelatedSpec
 
     epsilon, delta, output, plot = prepare_run(args)
     slack = slack_option(args)
     data = load_input(args)
     min_honest = min_honest_option(args, data.n)
     with working("calibrating the correlated noise"):
-        protocol = CorrelatedProtocol.calibrated(
+        protocol = CorrelatedSpec.calibrated(
             data.n,
             data.loaded.domain,
             epsilon,
@@ -108,7 +108,7 @@ def execute(args: argparse.Namespace) -> int:
             slack=slack,
             min_honest=min_honest,
             neighbours=args.neighbours,
-        )
+        ).protocol
     run = data.run(protocol, args.path)
     title = (
         f"Correlated-noise estimate of {args.column!r} "

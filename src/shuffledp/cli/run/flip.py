@@ -55,20 +55,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     """Run FLIP on the input column."""
     from shuffledp._progress import working
-    from shuffledp.protocols.flip import FlipProtocol
+    from shuffledp.specs import FlipSpec
 
     epsilon, delta, output, plot = prepare_run(args)
     fake = fake_users_option(args)
     data = load_input(args)
     with working("calibrating FLIP's flip probability"):
-        protocol = FlipProtocol.calibrated(
+        protocol = FlipSpec.calibrated(
             data.n,
             data.loaded.domain,
             epsilon,
             delta,
             fake_users=fake,
             calibration=args.calibration,
-        )
+        ).protocol
     run = data.run(protocol, args.path)
     title = (
         f"FLIP estimate of {args.column!r} (n={data.n}, ε={epsilon:g}, δ={run.privacy.delta:.2g})"

@@ -51,15 +51,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     """Run k-RR on the input column."""
     from shuffledp._progress import working
-    from shuffledp.protocols.krr import KRRProtocol
+    from shuffledp.specs import KRRSpec
 
     epsilon, delta, output, plot = prepare_run(args)
     epsilon0 = epsilon0_option(args)
     data = load_input(args)
     with working("calibrating k-RR's local epsilon"):
-        protocol = KRRProtocol.calibrated(
+        protocol = KRRSpec.calibrated(
             data.n, data.loaded.domain, epsilon, delta, epsilon0=epsilon0, estimator=args.estimator
-        )
+        ).protocol
     run = data.run(protocol, args.path)
     cal = protocol.calibration
     result = krr_run_to_dict(run, cal, protocol.parameters(), data.context)
