@@ -87,7 +87,7 @@ def test_every_field_of_the_schema_is_a_field_of_the_spec(name: str) -> None:
         ("correlated", {**EXAMPLES["correlated"].to_dict(), "alpha": 1.0}, "alpha"),
         ("correlated", {**EXAMPLES["correlated"].to_dict(), "neighbours": "swap"}, "neighbours"),
         ("correlated", {**EXAMPLES["correlated"].to_dict(), "slack": 0}, "slack"),
-        ("correlated", {**EXAMPLES["correlated"].to_dict(), "min_honest": 1}, "min_honest"),
+        ("correlated", {**EXAMPLES["correlated"].to_dict(), "min_honest": 0}, "min_honest"),
         ("augmented", {"variant": "sbin", "beta": 1, "calibration": "fixed"}, "trials"),
         (
             "augmented",

@@ -31,8 +31,6 @@ import shuffledp.protocols.augmented as augmented_protocols
 import shuffledp.protocols.correlated as correlated_protocols
 import shuffledp.protocols.flip as flip_protocols
 import shuffledp.protocols.krr as krr_protocols
-from shuffledp._validation import InvalidParameterError
-from shuffledp._wording import command_line_message
 from shuffledp.privacy import BoundKind
 from shuffledp.protocols.augmented import AugmentedProtocol
 from shuffledp.protocols.base import CalibratedProtocol
@@ -250,39 +248,14 @@ def test_calibrate_and_calibrated_take_the_same_options(spec_type: type[Protocol
     assert SPECS[spec_type.name] is spec_type
 
 
-@pytest.mark.parametrize(
-    ("min_honest", "n", "python", "command_line"),
-    [
-        (1, N, "min_honest=1 is 1 user of n=3000", "--min-honest 1 is 1 user of n=3000"),
-        (
-            0.0001,
-            N,
-            "min_honest=0.0001 is 1 user of n=3000",
-            "--min-honest 0.0001 is 1 user of n=3000",
-        ),
-        (
-            None,
-            1,
-            "min_honest (default: all n users) is 1 user of n=1",
-            "--min-honest (default: all n users) is 1 user of n=1",
-        ),
-    ],
-)
-def test_a_correlated_spec_counting_on_one_user_is_refused_before_calibrating(
-    monkeypatch: pytest.MonkeyPatch,
-    min_honest: int | float | None,
-    n: int,
-    python: str,
-    command_line: str,
-) -> None:
-    """A spec's min_honest is at least 2 (a task's min_batch_users): refused before calibrating."""
-    calls = _count_calls(monkeypatch, CorrelatedSpec)
-    rest = "; the correlated spec needs at least 2 users whose noise shares the guarantee counts on"
-    with pytest.raises(InvalidParameterError) as refused:
-        CorrelatedSpec.calibrated(n, LABELS, EPSILON, DELTA, min_honest=min_honest)
-    assert str(refused.value) == python + rest
-    assert command_line_message(refused.value) == command_line + rest
-    assert sum(calls.values()) == 0
-    # Two users are enough, and the spec records the m the protocol counts on.
-    two = CorrelatedSpec.calibrated(N, LABELS, EPSILON, DELTA, min_honest=2)
-    assert two.spec.min_honest == two.protocol.calibration.min_honest == 2
+@pytest.mark.parametrize(("min_honest", "n"), [(1, N), (0.0001, N), (None, 1), (2, N)])
+def test_a_correlated_spec_may_count_on_one_user(min_honest: int | float | None, n: int) -> None:
+    """A run may count on one user's noise shares (n = 1, or --min-honest 1): the spec
+    holds it, and its certificate is the protocol's, within the target. A task holds at
+    least 2 (its min_batch_users: check_task)."""
+    made = CorrelatedSpec.calibrated(n, LABELS, EPSILON, DELTA, min_honest=min_honest)
+    m = made.protocol.calibration.min_honest
+    assert made.spec.min_honest == m == (2 if min_honest == 2 else 1)
+    report = made.spec.protocol(n, LABELS, EPSILON, DELTA).privacy_report()
+    assert report.delta == made.protocol.privacy_report().delta <= DELTA
+    assert CorrelatedSpec.from_dict(made.spec.to_dict()) == made.spec

@@ -17,8 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from shuffledp._validation import InvalidParameterError, check_int
-from shuffledp._wording import Parameter, Worded
+from shuffledp._validation import check_int
 from shuffledp.accounting.certificates.correlated_noise import (
     NEIGHBOURS,
     CorrelatedNoise,
@@ -79,7 +78,7 @@ class CorrelatedSpec(ProtocolSpec):
 
     def __post_init__(self) -> None:
         self.noise()  # checks α, r and q
-        check_int(self.min_honest, "min_honest", minimum=2)
+        check_int(self.min_honest, "min_honest", minimum=1)
         if self.neighbours not in NEIGHBOURS:
             raise SpecError(f"neighbours must be one of {NEIGHBOURS}, got {self.neighbours!r}")
         if self.slack is not None and not (
@@ -121,7 +120,8 @@ class CorrelatedSpec(ProtocolSpec):
             neighbours: ``"replacement"`` or ``"add-remove"``.
             calibration: ``"exact"`` (the only one).
             min_honest: m: a count of users, a fraction of n in (0, 1], or
-                ``None`` for all n (a task's ``min_batch_users``); at least 2.
+                ``None`` for all n (a task's ``min_batch_users``); at least 1 (a task
+                holds at least 2: :meth:`check_task`).
 
         Returns:
             The spec and :meth:`CorrelatedProtocol.calibrated
@@ -129,35 +129,17 @@ class CorrelatedSpec(ProtocolSpec):
             users over ``labels``, whose calibration chose it.
 
         Raises:
-            InvalidParameterError: On a bad parameter, an m below 2 (checked
-                before any calibration), or a target no noise meets.
+            InvalidParameterError: On a bad parameter or a target no noise meets.
         """
         from shuffledp.protocols.correlated import (
             DEFAULT_SLACK,
             CorrelatedProtocol,
-            resolve_min_honest,
         )
 
         if calibration != "exact":
             raise SpecError(
                 f"the correlated protocol is calibrated by the exact accountant only; got "
                 f"calibration {calibration!r}"
-            )
-        m = resolve_min_honest(min_honest, n)
-        if m < 2:
-            given: Parameter | Worded = (
-                Worded("{name} (default: all n users)", name=Parameter("min_honest"))
-                if min_honest is None
-                else Parameter("min_honest", min_honest)
-            )
-            raise InvalidParameterError(
-                Worded(
-                    "{given} is {m} user of n={n}; the correlated spec needs at least 2 users "
-                    "whose noise shares the guarantee counts on",
-                    given=given,
-                    m=m,
-                    n=n,
-                )
             )
         correlated = CorrelatedProtocol.calibrated(
             n,
