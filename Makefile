@@ -29,6 +29,7 @@ demo: $(VENV)/.installed-demo
 # in collection order: each file whole on one worker, tests/backends whole on one (one Spark
 # session), tests/unit test by test (tests/conftest.py); the 20 slowest tests of the whole
 # run are printed at its end (pyproject's addopts).
+# `make lint` (ruff check, ruff format --check, mypy strict; about 10 s) runs first.
 # The TypeScript client's suite (clients/ts: npm ci from the lockfile, strict type check and
 # build, node --test, its browser tests in a headless Chromium when one is installed) runs
 # first; the Python suite's test_ts_client_* files then use the same build. Both need
@@ -36,7 +37,7 @@ demo: $(VENV)/.installed-demo
 # Chromium a failure instead of a skip.
 TEST_WORKERS ?= 2
 TS := clients/ts
-test: $(VENV)/.installed-dev $(TS)/node_modules/.installed
+test: $(VENV)/.installed-dev $(TS)/node_modules/.installed lint
 	cd $(TS) && npm test
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 

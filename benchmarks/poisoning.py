@@ -155,7 +155,9 @@ def flip_rows(setting: Setting) -> list[dict[str, Any]]:
     for attack, m in attacks:
         measured = _appended_shifts(protocol, values, setting.target, m, setting, rng)
         shift = m / (1.0 - 2.0 * q)
-        rows.append(_row("flip", attack, m, shift, shift, measured, cal.stderr, {"q": q, "fake_users": k}))
+        rows.append(
+            _row("flip", attack, m, shift, shift, measured, cal.stderr, {"q": q, "fake_users": k})
+        )
     return rows
 
 

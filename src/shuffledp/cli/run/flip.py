@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from shuffledp._validation import check_int
 from shuffledp.cli._choices import FLIP_CALIBRATION_METHODS, FLIP_DEFAULT_FAKE_USERS
@@ -12,9 +11,6 @@ from shuffledp.cli.run._input import load_input
 from shuffledp.cli.run._options import add_run_options, prepare_run
 from shuffledp.cli.run._output import finish_run
 from shuffledp.release.runs import flip_run_to_dict
-
-if TYPE_CHECKING:
-    pass
 
 NAME = "flip"
 HELP = "FLIP: bit flipping plus fake users"
