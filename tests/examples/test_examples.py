@@ -73,7 +73,7 @@ def assert_certified(privacy: dict[str, Any], epsilon: float, delta: float) -> N
 def test_histogram_from_csv(tmp_path: Path, protocol: str) -> None:
     stdout, out = run_example("histogram_from_csv", tmp_path, "--protocol", protocol)
     result = read_json(out / "result.json")
-    method = {"flip": "flip-exact-fake-blanket", "krr": "krr-blanket"}[protocol]
+    method = {"flip": "flip-exact", "krr": "krr-blanket"}[protocol]
     assert result["protocol"] == protocol and result["privacy"]["method"] == method
     assert_certified(result["privacy"], 1.0, 1e-6)
     assert f"certified (1, {result['privacy']['delta']:.3g})-DP by {method}" in stdout

@@ -72,7 +72,7 @@ def test_run_flip_json_schema(csv_file, tmp_path, capsys):
     privacy = result["privacy"]
     assert privacy["epsilon"] == 1.0
     assert 0 < privacy["delta"] <= 1e-6
-    assert privacy["method"] == "flip-exact-fake-blanket"
+    assert privacy["method"] == "flip-exact"
     assert privacy["bound"] == "upper"
     assert set(result["parameters"]) >= {"q", "fake_users"}
     assert result["parameters"]["fake_users"] == 100

@@ -85,7 +85,7 @@ def test_issue_24_an_edited_flip_release_is_refused_at_its_real_epsilon(tmp_path
     code, out, err = _run(["account", "compose", str(edited), str(release)], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     stated_delta = document["privacy"]["delta"]  # the certified delta at 1, just below 1e-6
-    assert f"{edited} (flip-exact-fake-blanket) states (0.01, {stated_delta:.6g}), below" in err
+    assert f"{edited} (flip-exact) states (0.01, {stated_delta:.6g}), below" in err
     # what its own q and k certify: delta at 0.01, and about 1 at the stated delta
     params, n = document["privacy"]["parameters"], document["privacy"]["n"]
     at_001 = flip_delta(0.01, params["q"], params["fake_users"], n)

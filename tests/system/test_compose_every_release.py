@@ -229,7 +229,7 @@ def test_every_release_composes_with_itself(kind, made, capsys):
     assert delta_c == pytest.approx(2 * delta, rel=1e-12)
     assert eps_c <= 2 * epsilon * (1 + 1e-12)  # never worse than basic composition
     method = privacy["method"]
-    if method == "flip-exact-fake-blanket":
+    if method == "flip-exact":
         one = flip_delta(eps_c, privacy["parameters"]["q"], privacy["parameters"]["fake_users"],
                          privacy["n"])  # fmt: skip
         assert one <= delta_c  # two releases leak at least what one does
@@ -248,7 +248,7 @@ def test_every_release_composes_with_itself(kind, made, capsys):
     assert (reports[0].epsilon, reports[0].delta) == (epsilon, delta)
     bases = [c["basis"] for c in composed["parameters"]["components"]]
     assert len(bases) == 1 and bases[0].startswith("re-derived")
-    if "service" in document and method in ("flip-exact-fake-blanket", "correlated-exact"):
+    if "service" in document and method in ("flip-exact", "correlated-exact"):
         assert "plus the message bounds of 2,000 parties" in bases[0]
     again = shuffledp.compose(*reports, populations=populations_from_json([document, document]))
     assert (again.epsilon, again.delta) == (eps_c, delta_c)
@@ -455,7 +455,7 @@ def test_an_unknown_method_needs_accept_stated(made, tmp_path, capsys):
     assert "accept_stated" not in err
     text = _ok(["account", "compose", flip, str(path), "--accept-stated"], capsys)
     assert f"{path}: (0.5, 1.000e-07) [gaussian; taken as stated (--accept-stated)]" in text
-    assert "[flip-exact-fake-blanket; re-derived from its parameters]" in text
+    assert "[flip-exact; re-derived from its parameters]" in text
     composed = json.loads(_ok(["account", "compose", flip, str(path), "--accept-stated",
                                "--json"], capsys))  # fmt: skip
     assumptions = composed["assumptions"]
@@ -464,6 +464,6 @@ def test_an_unknown_method_needs_accept_stated(made, tmp_path, capsys):
     assert any(f"{path} (gaussian) is taken at the (epsilon, delta) it states" in a
                and "(--accept-stated)" in a for a in assumptions)  # fmt: skip
     bases = {c["method"]: c["basis"] for c in composed["parameters"]["components"]}
-    assert bases["gaussian"] == "stated" and bases["flip-exact-fake-blanket"].startswith(
+    assert bases["gaussian"] == "stated" and bases["flip-exact"].startswith(
         "re-derived: flip_delta with q="
     )

@@ -95,6 +95,11 @@ CHANGED_VALUES: dict[tuple[str, str, str], Any] = {
     ("*", "schema", "urn:shuffledp:schema:simulation:1"): "urn:shuffledp:schema:simulation:2",
     ("*", "schema", "urn:shuffledp:schema:demo:1"): "urn:shuffledp:schema:demo:2",
     ("*", "schema", "urn:shuffledp:schema:account-flip:1"): "urn:shuffledp:schema:account-flip:2",
+    # FLIP's certificate is named as the accounting method is (`flip-exact`), not
+    # `flip-exact-fake-blanket`: one name per certificate. (account-compose composes 0.2
+    # releases, and states their method as they wrote it.)
+    ("*", "privacy/method", "flip-exact-fake-blanket"): "flip-exact",
+    ("api-runs.json", "*/privacy/method", "flip-exact-fake-blanket"): "flip-exact",
 }
 
 #: Deliberate additions to a list: (fixture file pattern, JSON path of the list) -> the

@@ -74,6 +74,28 @@ def test_method_names_and_relations_match_the_protocols() -> None:
         assert entered == report and basis.startswith("re-derived: the Laplace copies' scales")
 
 
+def test_flip_and_krr_reports_name_their_certificate_as_the_accounting_registry() -> None:
+    """One name per certificate: a report's method is a registry method (`account delta
+    --method`), and FLIP's 0.2 name is read as the same certificate."""
+    from shuffledp.accounting.methods import METHODS
+
+    assert {rd.FLIP_METHOD, rd.KRR_METHOD} <= set(METHODS)
+    assert rd.FLIP_METHOD_0_2 not in METHODS
+    parameters = {"q": Q, "fake_users": K}
+    new = rd.certificate_for(rd.FLIP_METHOD, N, parameters)
+    old = rd.certificate_for(rd.FLIP_METHOD_0_2, N, {"q": Q, "k": K})
+    assert new is not None and old is not None and new.key == old.key
+    assert new.delta_at(1.0) == old.delta_at(1.0) == flip_delta(1.0, Q, K, N)
+    # a 0.2 FLIP report is re-derived from its parameters (not taken as stated) and composes
+    # with a new one through the same dominating pair (two groups instead of one: the
+    # PLD's discretization differs in the 10th digit)
+    mixed = compose(flip(), dataclasses.replace(flip(), method=rd.FLIP_METHOD_0_2))
+    same = compose(flip(), flip())
+    bases = [c["basis"] for c in mixed.parameters["components"]]
+    assert len(bases) == 2 and all(b.startswith("re-derived") for b in bases), bases
+    assert mixed.delta == same.delta and math.isclose(mixed.epsilon, same.epsilon, rel_tol=1e-9)
+
+
 def test_message_bound_parties_match_the_analyzer() -> None:
     from shuffledp.specs import spec_class
 
@@ -92,7 +114,7 @@ def test_the_issue_example_in_python_is_refused_naming_the_report() -> None:
     with pytest.raises(InvalidParameterError) as info:
         compose(flip(), edited)
     message = str(info.value)
-    assert message.startswith("reports[1] (flip-exact-fake-blanket) states (0.01, ")
+    assert message.startswith("reports[1] (flip-exact) states (0.01, ")
     assert f"gives delta = {flip_delta(0.01, Q, K, N):.3g} at epsilon = 0.01" in message
     certified = _number_after(message, ", and epsilon = ")
     # the certified ε at the stated δ: certified there, and (within the search's 1e-4) no less

@@ -74,8 +74,9 @@ CALIBRATION_METHODS: tuple[str, ...] = ("exact", "paper")
 #: ``method`` of a calibration whose q was chosen by hand (:meth:`FlipProtocol.from_parameters`).
 FIXED_PARAMETERS = "fixed"
 
-#: Name of the accountant behind every FLIP privacy report.
-FLIP_PRIVACY_METHOD = "flip-exact-fake-blanket"
+#: Name of the accountant behind every FLIP privacy report: the accounting method
+#: ``flip-exact`` (releases of shuffledp 0.2 said ``flip-exact-fake-blanket``).
+FLIP_PRIVACY_METHOD = "flip-exact"
 
 #: Fake users per real user unless the caller chooses: with q ∝ 1/k the expected
 #: number of messages barely depends on k, while the error factor (k + 1)/k and

@@ -39,6 +39,7 @@ from shuffledp.accounting.composition.pld import (
 )
 from shuffledp.accounting.composition.rederive import (
     FLIP_METHOD,
+    FLIP_METHODS,
     KRR_METHOD,
     flip_fake_users,
     number_parameter,
@@ -75,7 +76,7 @@ def _parameter(report: PrivacyReport, name: str, *, integer: bool) -> Any:
 
 def _certificate_parameters(report: PrivacyReport) -> dict[str, Any] | None:
     """Validated parameters of a known certificate, or ``None`` for another method."""
-    if report.method == FLIP_CERTIFICATE_METHOD:
+    if report.method in FLIP_METHODS:
         q = check_flip_probability(_parameter(report, "q", integer=False))
         k = flip_fake_users(report.method, report.parameters)
         return {"q": q, "fake_users": k, "n": report.n}
@@ -91,8 +92,9 @@ def dominating_pair(
 ) -> DominatingPair | None:
     """Return a pair dominating the mechanism behind ``report``, or ``None`` if unknown.
 
-    * ``flip-exact-fake-blanket``: :func:`shuffledp.accounting.composition.pld.flip_dominating_pair`
-      with parameters ``q`` and ``fake_users`` (``k`` in releases of 0.2) and ``report.n``.
+    * ``flip-exact`` (``flip-exact-fake-blanket`` in 0.2):
+      :func:`shuffledp.accounting.composition.pld.flip_dominating_pair` with parameters
+      ``q`` and ``fake_users`` (``k`` in releases of 0.2) and ``report.n``.
     * ``krr-blanket``: :func:`shuffledp.accounting.composition.pld.krr_dominating_pair` with
       parameters ``epsilon0`` and ``k`` (domain size) and ``report.n``; its blocks
       are refined at ε = 0, ε/4, ε/2 and ε (ε = ``report.epsilon``) unless
@@ -110,7 +112,7 @@ def dominating_pair(
     params = _certificate_parameters(report)
     if params is None:
         return None
-    if report.method == FLIP_CERTIFICATE_METHOD:
+    if report.method in FLIP_METHODS:
         return flip_dominating_pair(**params)
     eps = report.epsilon
     refs = reference_epsilons or (0.0, eps / 4, eps / 2, eps)

@@ -780,7 +780,7 @@ def _krr_dominating_pair(
 def flip_dominating_pair(
     q: float, fake_users: int, n: int, *, tail: float = PLD_TAIL
 ) -> ProductPair:
-    """Return a pair dominating FLIP for every dataset (certificate ``flip-exact-fake-blanket``).
+    """Return a pair dominating FLIP for every dataset (certificate ``flip-exact``).
 
     :mod:`shuffledp.accounting.certificates.flip` shows that the two bin counts a moving user
     touches are a post-processing of P = (X + Ber(1 − q), Y + Ber(q)),

@@ -17,8 +17,8 @@ parameters give at the stated ε, and
 
 The certificates (:func:`certificate_for`), one per method the package writes:
 
-* ``flip-exact-fake-blanket``: :func:`~shuffledp.accounting.certificates.flip.flip_delta`
-  (q, k, n);
+* ``flip-exact`` (``flip-exact-fake-blanket`` in 0.2):
+  :func:`~shuffledp.accounting.certificates.flip.flip_delta` (q, k, n);
 * ``krr-blanket``: :func:`~shuffledp.accounting.certificates.krr.krr_delta` (ε₀, k, n);
 * ``correlated-exact``:
   :func:`~shuffledp.accounting.certificates.correlated.correlated_delta` (α, r, q,
@@ -101,6 +101,8 @@ __all__ = [
     "AUGMENTED_METHOD",
     "CORRELATED_METHOD",
     "FLIP_METHOD",
+    "FLIP_METHODS",
+    "FLIP_METHOD_0_2",
     "KRR_METHOD",
     "PER_USER_METHOD",
     "PER_USER_RELATION_PREFIX",
@@ -119,7 +121,12 @@ __all__ = [
 
 #: ``method`` of each protocol's privacy reports (each equal to its protocol's constant: a
 #: test checks them against :mod:`shuffledp.protocols`, which this group may not import).
-FLIP_METHOD = "flip-exact-fake-blanket"
+#: FLIP's and k-RR's are the accounting methods' names (``account delta --method``).
+FLIP_METHOD = "flip-exact"
+#: FLIP's certificate as releases of shuffledp 0.2 named it: read as :data:`FLIP_METHOD`.
+FLIP_METHOD_0_2 = "flip-exact-fake-blanket"
+#: Every name a FLIP report's certificate has had.
+FLIP_METHODS = (FLIP_METHOD, FLIP_METHOD_0_2)
 KRR_METHOD = "krr-blanket"
 CORRELATED_METHOD = "correlated-exact"
 AUGMENTED_METHOD = "augmented-exact-pair"
@@ -473,7 +480,8 @@ def certificate_for(
     parties = check_int(parties, "parties", minimum=0)
     relation = "replace-one"
     pure: float | None = None
-    if method == FLIP_METHOD:
+    if method in FLIP_METHODS:
+        method = FLIP_METHOD  # one key for both names: the same certificate
         key, source, delta_at = _flip(n, parameters)
     elif method == KRR_METHOD:
         key, source, delta_at = _krr(n, parameters)

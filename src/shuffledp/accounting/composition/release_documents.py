@@ -24,7 +24,6 @@ from shuffledp.accounting.composition.inputs import (
     _COMPOSABLE_BOUNDS,
     _CONTEXT_FIELDS,
     _SHARED_LEVEL_PARAMETERS,
-    FLIP_CERTIFICATE_METHOD,
     KRR_CERTIFICATE_METHOD,
     ONE_ROW_PER_USER,
     Population,
@@ -32,14 +31,14 @@ from shuffledp.accounting.composition.inputs import (
     _number,
     weakest_level,
 )
-from shuffledp.accounting.composition.rederive import message_bound_parties
+from shuffledp.accounting.composition.rederive import FLIP_METHODS, message_bound_parties
 from shuffledp.accounting.composition.total import _CHECKED_BASIS, _STATED, _rederive_one
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 from shuffledp.schemas import schema_id
 
 __all__ = ["populations_from_json", "reports_from_json"]
 
-_KNOWN_METHODS = (FLIP_CERTIFICATE_METHOD, KRR_CERTIFICATE_METHOD)
+_KNOWN_METHODS = (*FLIP_METHODS, KRR_CERTIFICATE_METHOD)
 _SCHEMA_PREFIX = "urn:shuffledp:schema:"
 #: Documents whose ``privacy`` object is a release's guarantee (or a composed one).
 _RELEASE_DOCUMENTS = (
