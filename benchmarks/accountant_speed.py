@@ -59,7 +59,7 @@ def _params(kind: str, n: int) -> dict[str, Any]:
     if kind == "generic":
         return {"epsilon0": 1.0}
     if kind == "krr":
-        return {"epsilon0": 3.0, "k": 10, "n_x0": n // 2}
+        return {"epsilon0": 3.0, "domain_size": 10, "n_x0": n // 2}
     if kind == "flip":
         return {"q": calibrate_flip_q(1.0, 1e-6, n, 100), "fake_users": 100, "domain_size": 100}
     params: dict[str, Any] = {
@@ -153,8 +153,8 @@ _CALIBRATIONS: tuple[tuple[str, int, float, float, dict[str, Any]], ...] = (
     ("generic", 10_000, 1.0, 1e-6, {}),
     ("generic", 1_000_000, 0.1, 1e-8, {}),
     ("generic", 10_000_000, 0.05, 1e-6, {}),
-    ("krr", 10_000, 1.0, 1e-6, {"k": 3}),
-    ("krr", 100_000, 0.3, 1e-9, {"k": 10}),
+    ("krr", 10_000, 1.0, 1e-6, {"domain_size": 3}),
+    ("krr", 100_000, 0.3, 1e-9, {"domain_size": 10}),
 )
 GROUPS = ("epsilon-generic", "epsilon-krr", "delta-generic", "calibrate")
 
@@ -199,7 +199,7 @@ def _settings(groups: list[str], sizes: set[int] | None = None) -> list[dict[str
                     "name": f"n={n:g} k={k} eps0={epsilon0:g} delta={target:g}",
                     "call": "amplified_epsilon",
                     "args": [target],
-                    "kwargs": {"n": n, "mechanism": "krr", "epsilon0": epsilon0, "k": k},
+                    "kwargs": {"n": n, "mechanism": "krr", "epsilon0": epsilon0, "domain_size": k},
                 }
             )
     if "calibrate" in groups:
@@ -228,9 +228,25 @@ def _worker(clock: str) -> None:
         "delta": delta,
         "calibrate": calibrate,
     }
+    import dataclasses
+
+    from shuffledp.accounting.methods import Mechanism
+
+    # A package from before k-RR's domain size was `domain_size` (--against an old
+    # revision) spells it `k`.
+    old_spelling = "k" in {f.name for f in dataclasses.fields(Mechanism)}
+
+    def spelled(kwargs: dict[str, Any]) -> dict[str, Any]:
+        if old_spelling and kwargs.get("mechanism") == "krr" and "domain_size" in kwargs:
+            kwargs = {**kwargs, "k": kwargs["domain_size"]}
+            del kwargs["domain_size"]
+        return kwargs
+
     # Imports and first-call set-up are not what is measured.
     amplified_epsilon(1e-6, n=1000, epsilon0=1.0)
-    amplified_epsilon(1e-6, n=1000, mechanism="krr", epsilon0=1.0, k=3)
+    amplified_epsilon(
+        1e-6, **spelled({"n": 1000, "mechanism": "krr", "epsilon0": 1.0, "domain_size": 3})
+    )
     print(json.dumps({"package": shuffledp.__file__}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
@@ -238,7 +254,7 @@ def _worker(clock: str) -> None:
         _cold()
         now = time.process_time if clock == "cpu" else time.perf_counter
         start = now()
-        out = fn(*request["args"], **request["kwargs"])
+        out = fn(*request["args"], **spelled(request["kwargs"]))
         seconds = now() - start
         row = out.result if request["call"] == "calibrate" else out
         answer = {

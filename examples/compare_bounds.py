@@ -41,7 +41,7 @@ def main() -> None:
     rows = []
     for n in ns:
         for row in compare(
-            delta=args.delta, n=n, mechanism="krr", epsilon0=args.epsilon0, k=args.k
+            delta=args.delta, n=n, mechanism="krr", epsilon0=args.epsilon0, domain_size=args.k
         ):
             rows.append({"n": n, **row.to_dict()})
             usable = row.certified or row.bound is BoundKind.LOWER

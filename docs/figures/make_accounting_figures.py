@@ -72,7 +72,7 @@ def main() -> None:
     for ax, eps0, (method, label, style) in progress(curves, desc="generic bounds"):
         ax.loglog(n_values, _curve(method, "generic", n_values, epsilon0=eps0), style, label=label)
     for ax, eps0 in progress(list(zip(axes, eps0s, strict=True)), desc="k-RR curves"):
-        krr = dict(epsilon0=eps0, k=10)
+        krr = dict(epsilon0=eps0, domain_size=10)
         ax.loglog(
             n_values,
             _curve("krr-blanket", "krr", n_values, **krr),

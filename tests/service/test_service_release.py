@@ -44,11 +44,11 @@ def test_a_batch_half_filled_by_sybils_is_certified_at_the_honest_users(deploy, 
     assert release["service"]["smallest_batch_users"] == 2000 and release["n"] == 2000
 
     eps0 = dep.task.spec.epsilon0
-    at_honest = accounting.delta(1.0, n=1000, mechanism="krr", epsilon0=eps0, k=3)
+    at_honest = accounting.delta(1.0, n=1000, mechanism="krr", epsilon0=eps0, domain_size=3)
     honest_lower = accounting.delta(
-        1.0, n=1000, mechanism="krr", method="krr-homogeneous", epsilon0=eps0, k=3
+        1.0, n=1000, mechanism="krr", method="krr-homogeneous", epsilon0=eps0, domain_size=3
     )
-    at_batch = accounting.delta(1.0, n=2000, mechanism="krr", epsilon0=eps0, k=3)
+    at_batch = accounting.delta(1.0, n=2000, mechanism="krr", epsilon0=eps0, domain_size=3)
     assert at_honest.certified and honest_lower.bound is BoundKind.LOWER
 
     privacy = release["privacy"]
@@ -76,7 +76,7 @@ def test_a_batch_half_filled_by_sybils_is_certified_at_the_honest_users(deploy, 
 def test_the_release_delta_does_not_depend_on_the_batch_sizes(protocol):
     task, _ = create_task(protocol, ["x", "y", "z", "w"], 1.0, 1e-6, 500)
     if protocol == "krr":
-        params = {"mechanism": "krr", "epsilon0": task.spec.epsilon0, "k": 4}
+        params = {"mechanism": "krr", "epsilon0": task.spec.epsilon0, "domain_size": 4}
     else:
         spec = task.spec
         params = {"mechanism": "flip", "q": spec.q, "fake_users": spec.fake_users, "domain_size": 4}

@@ -97,7 +97,7 @@ def test_domain_size_is_one_name_with_k_as_alias(capsys):
     assert code == 0, err
     assert json.loads(out_k) == json.loads(out_d)
     code, out, err = _run([*argv, "--k", "1"], capsys)
-    assert code == 2 and "k must be an integer >= 2, got 1" in err
+    assert code == 2 and "--domain-size must be an integer >= 2, got 1" in err
     code, out, err = _run(
         [
             "account",

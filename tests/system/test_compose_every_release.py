@@ -236,7 +236,7 @@ def test_every_release_composes_with_itself(kind, made, capsys):
         assert eps_c < 2 * epsilon  # the dominating pair beats basic composition
     elif method == "krr-blanket":
         params = privacy["parameters"]
-        assert krr_delta(eps_c, params["epsilon0"], params["k"], privacy["n"]) <= delta_c
+        assert krr_delta(eps_c, params["epsilon0"], params["domain_size"], privacy["n"]) <= delta_c
         assert eps_c < 2 * epsilon
     elif delta > 0:
         # known by (ε, δ) only: the exact optimal composition of two such guarantees
@@ -427,9 +427,9 @@ def test_what_a_release_records_twice_must_agree(made, tmp_path, capsys):
         code, _, err = _run(["account", "compose", str(path)], capsys)
         assert code == 2 and message in err, err
     krr = json.loads(made("krr").read_text())
-    krr["privacy"]["parameters"]["k"] = 30
-    krr["parameters"]["k"] = 30
-    with pytest.raises(InvalidParameterError, match="k=30 but a domain of 3 labels"):
+    krr["privacy"]["parameters"]["domain_size"] = 30
+    krr["parameters"]["domain_size"] = 30
+    with pytest.raises(InvalidParameterError, match="domain_size=30 but a domain of 3 labels"):
         reports_from_json([krr])
     service = json.loads(made("service-krr").read_text())
     service["service"]["min_batch_users"] = 1000

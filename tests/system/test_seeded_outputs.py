@@ -85,6 +85,20 @@ RENAMED: dict[tuple[str, str], str] = {
         ("api-runs.json", f"{run}/privacy/parameters/k"): f"{run}/privacy/parameters/fake_users"
         for run in ("flip-count", "flip-fixed-q", "flip-labels")
     },
+    # k-RR's domain size is `domain_size`, the one name the package gives it (was `k`).
+    **{
+        (pattern, f"{where}/k"): f"{where}/domain_size"
+        for pattern in ("run-krr*.json", "simulate-krr*.json")
+        for where in ("parameters", "privacy/parameters")
+    },
+    **{
+        ("api-runs.json", f"{run}/privacy/parameters/k"): f"{run}/privacy/parameters/domain_size"
+        for run in ("krr-counts", "krr-indices", "krr-simplex")
+    },
+    ("account-krr.json", "exact/k"): "exact/domain_size",
+    ("account-krr.json", "paper_setting/k"): "paper_setting/domain_size",
+    # the accountant's inputs held both names (the same number): domain_size stays
+    ("account-amplify-krr.json", "rows/*/inputs/k"): "rows/*/inputs/domain_size",
 }
 
 #: Deliberate changes of a value: (fixture file pattern, JSON path, old value) -> new
@@ -95,6 +109,7 @@ CHANGED_VALUES: dict[tuple[str, str, str], Any] = {
     ("*", "schema", "urn:shuffledp:schema:simulation:1"): "urn:shuffledp:schema:simulation:2",
     ("*", "schema", "urn:shuffledp:schema:demo:1"): "urn:shuffledp:schema:demo:2",
     ("*", "schema", "urn:shuffledp:schema:account-flip:1"): "urn:shuffledp:schema:account-flip:2",
+    ("*", "schema", "urn:shuffledp:schema:account-krr:1"): "urn:shuffledp:schema:account-krr:2",
     # FLIP's certificate is named as the accounting method is (`flip-exact`), not
     # `flip-exact-fake-blanket`: one name per certificate. (account-compose composes 0.2
     # releases, and states their method as they wrote it.)
@@ -410,10 +425,14 @@ def _apply_renames(name: str, document: Any) -> None:
     for (pattern, old), new in RENAMED.items():
         if not fnmatch.fnmatch(name, pattern):
             continue
+        *old_parents, _ = _split(old)
+        *parents, last = _split(new)
         for container, key in list(_matches(document, _split(old))):
             value = container.pop(key)
+            if parents == old_parents:  # a key renamed where it is (``*`` allowed)
+                container[last] = value
+                continue
             target = document
-            *parents, last = _split(new)
             for part in parents:
                 target = target.setdefault(part, {})
             target[last] = value

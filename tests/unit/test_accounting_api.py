@@ -9,14 +9,20 @@ from shuffledp.privacy import BoundKind
 
 
 def test_delta_and_epsilon_are_consistent():
-    row = amplified_epsilon(1e-6, n=5000, epsilon0=2.0, mechanism="krr", k=10)
+    row = amplified_epsilon(1e-6, n=5000, epsilon0=2.0, mechanism="krr", domain_size=10)
     assert row.method == "krr-blanket" and row.bound is BoundKind.UPPER and row.certified
-    assert delta(row.epsilon, n=5000, epsilon0=2.0, mechanism="krr", k=10).delta <= 1e-6
-    assert delta(row.epsilon * 0.999, n=5000, epsilon0=2.0, mechanism="krr", k=10).delta > 1e-6
+    assert delta(row.epsilon, n=5000, epsilon0=2.0, mechanism="krr", domain_size=10).delta <= 1e-6
+    assert (
+        delta(row.epsilon * 0.999, n=5000, epsilon0=2.0, mechanism="krr", domain_size=10).delta
+        > 1e-6
+    )
 
 
 def test_compare_orders_the_bounds_and_labels_them():
-    rows = {r.method: r for r in compare(delta=1e-6, n=5000, mechanism="krr", epsilon0=2.0, k=10)}
+    rows = {
+        r.method: r
+        for r in compare(delta=1e-6, n=5000, mechanism="krr", epsilon0=2.0, domain_size=10)
+    }
     assert rows["krr-homogeneous"].bound is BoundKind.LOWER
     assert rows["biswas2023"].epsilon is None  # needs n_x0
     upper = [r.epsilon for r in rows.values() if r.bound is BoundKind.UPPER and r.certified]
@@ -35,15 +41,17 @@ def test_compare_orders_the_bounds_and_labels_them():
 
 def test_lower_bound_epsilon_rounds_down():
     low = amplified_epsilon(
-        1e-6, n=3000, epsilon0=3.0, mechanism="krr", k=8, method="krr-two-count"
+        1e-6, n=3000, epsilon0=3.0, mechanism="krr", domain_size=8, method="krr-two-count"
     )
-    up = amplified_epsilon(1e-6, n=3000, epsilon0=3.0, mechanism="krr", k=8, method="krr-blanket")
+    up = amplified_epsilon(
+        1e-6, n=3000, epsilon0=3.0, mechanism="krr", domain_size=8, method="krr-blanket"
+    )
     assert low.epsilon <= up.epsilon
 
 
 @pytest.mark.parametrize(
     ("kind", "params"),
-    [("generic", {}), ("krr", {"k": 10})],
+    [("generic", {}), ("krr", {"domain_size": 10})],
 )
 def test_calibrated_epsilon0_is_certified_and_nearly_largest(kind, params):
     cal = calibrate(1.0, 1e-6, n=20_000, mechanism=kind, **params)
@@ -112,18 +120,38 @@ def test_poisson_items_use_group_composition():
 
 def test_bad_requests():
     with pytest.raises(InvalidParameterError, match="epsilon0"):
-        delta(0.5, n=100, mechanism="krr", k=5)
+        delta(0.5, n=100, mechanism="krr", domain_size=5)
     with pytest.raises(InvalidParameterError, match="does not apply"):
         delta(0.5, n=100, epsilon0=1.0, method="flip-exact")
     with pytest.raises(InvalidParameterError, match="unknown method"):
         delta(0.5, n=100, epsilon0=1.0, method="magic")
     with pytest.raises(InvalidParameterError, match="calibration needs an upper bound"):
-        calibrate(1.0, 1e-6, n=100, mechanism="krr", k=5, method="krr-two-count")
+        calibrate(1.0, 1e-6, n=100, mechanism="krr", domain_size=5, method="krr-two-count")
     with pytest.raises(InvalidParameterError, match="mechanism must be"):
         delta(0.5, n=100, mechanism="laplace", epsilon0=1.0)
 
 
 def test_krr_api_matches_module():
-    assert delta(0.4, n=800, mechanism="krr", epsilon0=3.0, k=6).delta == krr_delta(
+    assert delta(0.4, n=800, mechanism="krr", epsilon0=3.0, domain_size=6).delta == krr_delta(
         0.4, 3.0, 6, 800
     )
+
+
+def test_k_rr_domain_size_is_domain_size_and_k_a_deprecated_spelling():
+    """One name per quantity: k-RR's domain size is ``domain_size`` like FLIP's and the
+    Poisson randomizer's; ``k=`` still works, with a DeprecationWarning, for the same number."""
+    from shuffledp.accounting import delta
+    from shuffledp.accounting.methods import Mechanism
+
+    now = delta(1.0, n=5000, epsilon0=2.0, mechanism="krr", domain_size=10)
+    with pytest.warns(DeprecationWarning, match="k-RR's domain size is domain_size"):
+        before = delta(1.0, n=5000, epsilon0=2.0, mechanism="krr", k=10)
+    assert before.delta == now.delta and before.inputs == now.inputs
+    assert now.inputs["domain_size"] == 10 and "k" not in now.inputs
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(InvalidParameterError, match="k 10 and domain_size 9 name the same"),
+    ):
+        Mechanism(kind="krr", n=100, epsilon0=1.0, k=10, domain_size=9)
+    with pytest.raises(InvalidParameterError, match="needs domain_size"):
+        Mechanism(kind="krr", n=100, epsilon0=1.0)

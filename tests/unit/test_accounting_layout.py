@@ -317,7 +317,7 @@ def test_a_method_that_evaluates_a_printed_formula_is_registered_as_a_reproducti
     [
         ("generic", {"epsilon0": 1.0}),
         ("generic", {"epsilon0": 4.0}),
-        ("krr", {"epsilon0": 2.0, "k": 3, "n_x0": 10}),
+        ("krr", {"epsilon0": 2.0, "domain_size": 3, "n_x0": 10}),
         ("poisson", {"report_probability": 0.3, "domain_size": 20, "blanket_messages": 400}),
     ],
 )

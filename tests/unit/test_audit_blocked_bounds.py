@@ -238,7 +238,7 @@ def test_poisson_bound_dominates_the_full_histogram_view(d):
 def test_amplified_epsilon_and_calibration_are_certified_by_brute_force():
     k, epsilon0, n = 3, 5.0, 5
     for target in (1e-2, 1e-4):
-        row = amplified_epsilon(target, n=n, mechanism="krr", epsilon0=epsilon0, k=k)
+        row = amplified_epsilon(target, n=n, mechanism="krr", epsilon0=epsilon0, domain_size=k)
         assert row.certified
         assert _krr_worst(n, k, epsilon0, [row.epsilon])[row.epsilon] <= target
     lam_d, n_msg, gamma = 3, 4, 0.5
@@ -264,6 +264,6 @@ def test_amplified_epsilon_and_calibration_are_certified_by_brute_force():
     )
     p, q = _poisson_laws(cal.value, lam_d, n_msg, gamma)
     assert _hockey_both(p, q, 1.0) <= 0.05
-    cal = calibrate(1.0, 1e-2, n=n, mechanism="krr", k=k)
+    cal = calibrate(1.0, 1e-2, n=n, mechanism="krr", domain_size=k)
     e0 = cal.value
     assert e0 <= 1.0 or _krr_worst(n, k, e0, [1.0])[1.0] <= 1e-2

@@ -168,7 +168,7 @@ def test_krr_delta_matches_the_unblocked_mixture_at_scale():
     # n = 1e5: the blocked sum against every blanket count summed one by one.
     n = 100_000
     eps = amplified_epsilon(
-        1e-6, n=n, mechanism="krr", method="krr-two-count", epsilon0=3.0, k=10
+        1e-6, n=n, mechanism="krr", method="krr-two-count", epsilon0=3.0, domain_size=10
     ).epsilon
     certified = krr_delta(eps, 3.0, 10, n)
     low, high = _every_blanket_count(eps, 3.0, 10, n)
@@ -229,8 +229,8 @@ def test_curves_are_upper_bounds_everywhere_and_tight_where_built():
 @pytest.mark.parametrize(
     ("mechanism", "params"),
     [
-        ("krr", {"epsilon0": 3.0, "k": 10}),
-        ("krr", {"epsilon0": 8.0, "k": 2}),
+        ("krr", {"epsilon0": 3.0, "domain_size": 10}),
+        ("krr", {"epsilon0": 8.0, "domain_size": 2}),
         (
             "poisson",
             {
@@ -247,7 +247,7 @@ def test_epsilon_search_is_certified_and_nearly_smallest(mechanism, params):
     row = amplified_epsilon(1e-6, n=n, mechanism=mechanism, **params)
     assert row.certified and row.bound.value == "upper"
     if mechanism == "krr":
-        exact = lambda e: _exact_krr_mixture(e, params["epsilon0"], params["k"], n)  # noqa: E731
+        exact = lambda e: _exact_krr_mixture(e, params["epsilon0"], params["domain_size"], n)  # noqa: E731
     else:
         exact = lambda e: poisson_delta_before(  # noqa: E731
             e,

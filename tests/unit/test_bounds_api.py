@@ -16,8 +16,8 @@ from shuffledp.privacy import BoundKind
 
 MECHANISMS = [
     ("generic", {"epsilon0": 1.0}),
-    ("krr", {"epsilon0": 2.0, "k": 5}),
-    ("krr", {"epsilon0": 2.0, "k": 2}),
+    ("krr", {"epsilon0": 2.0, "domain_size": 5}),
+    ("krr", {"epsilon0": 2.0, "domain_size": 2}),
     ("flip", {"q": 0.05, "fake_users": 5}),
     ("poisson", {"report_probability": 0.5, "domain_size": 10, "blanket_messages": 300}),
 ]
@@ -61,11 +61,11 @@ def test_published_formulas_are_reproductions_never_certified():
 
 
 def test_calibration_uses_upper_bounds_only():
-    cal = calibrate(1.0, 1e-6, n=5000, mechanism="krr", k=2)
+    cal = calibrate(1.0, 1e-6, n=5000, mechanism="krr", domain_size=2)
     assert cal.result.method == "krr-blanket" and cal.result.certified
     for name in ("krr-splits", "krr-two-count", "bbgn2019-bennett-published"):
         with pytest.raises(InvalidParameterError, match="calibration needs an upper bound"):
-            calibrate(1.0, 1e-6, n=5000, mechanism="krr", k=3, method=name)
+            calibrate(1.0, 1e-6, n=5000, mechanism="krr", domain_size=3, method=name)
 
 
 @pytest.mark.parametrize("mode", [{"epsilon": 1.0}, {"delta": 1e-6}])
@@ -91,7 +91,9 @@ def test_a_method_out_of_range_gives_a_row_not_an_error(mode):
 
 
 @pytest.mark.parametrize("eps0", [355.0, 400.0, 700.0, 800.0])
-@pytest.mark.parametrize(("kind", "extra"), [("generic", {}), ("krr", {"k": 5}), ("krr", {"k": 2})])
+@pytest.mark.parametrize(
+    ("kind", "extra"), [("generic", {}), ("krr", {"domain_size": 5}), ("krr", {"domain_size": 2})]
+)
 def test_huge_epsilon0_never_overflows(eps0, kind, extra):
     # account delta --epsilon0 400 --n 100 --epsilon 1 raised OverflowError.
     for eps in (1.0, eps0 - 0.5, eps0, eps0 + 100.0):
@@ -130,7 +132,7 @@ def test_huge_epsilon_for_every_mechanism():
 
 
 @pytest.mark.parametrize("target", [1e-300, 1e-100, 1e-20])
-@pytest.mark.parametrize(("kind", "extra"), [("generic", {}), ("krr", {"k": 3})])
+@pytest.mark.parametrize(("kind", "extra"), [("generic", {}), ("krr", {"domain_size": 3})])
 def test_epsilon_never_exceeds_epsilon0(target, kind, extra):
     # account amplify --epsilon0 0.1 --n 10 --delta 1e-300 returned 0.125 for every upper row.
     rows = compare(delta=target, n=10, mechanism=kind, epsilon0=0.1, **extra)
@@ -176,9 +178,9 @@ def test_flip_calibration_reaches_every_delta_and_names_the_real_floor():
 
 
 def test_calibrate_reports_bad_fixed_parameters_before_searching():
-    with pytest.raises(InvalidParameterError, match=r"k must be an integer >= 2, got 1"):
-        calibrate(1.0, 1e-6, n=1000, mechanism="krr", k=1)
-    with pytest.raises(InvalidParameterError, match="needs k"):
+    with pytest.raises(InvalidParameterError, match=r"domain_size must be an integer >= 2, got 1"):
+        calibrate(1.0, 1e-6, n=1000, mechanism="krr", domain_size=1)
+    with pytest.raises(InvalidParameterError, match="needs domain_size"):
         calibrate(1.0, 1e-6, n=1000, mechanism="krr")
     with pytest.raises(InvalidParameterError, match="do not pass it"):
         calibrate(1.0, 1e-6, n=1000, mechanism="generic", epsilon0=2.0)
@@ -193,6 +195,6 @@ def test_n_equal_one_everywhere():
         compare(delta=1e-6, n=1, mechanism=kind, **params)
     # n = 1: the shuffled output is the local report, δ = a − e^ε b for k-RR.
     a, b = krr_probabilities(2.0, 5)
-    row = delta(0.5, n=1, mechanism="krr", epsilon0=2.0, k=5)
+    row = delta(0.5, n=1, mechanism="krr", epsilon0=2.0, domain_size=5)
     assert row.delta >= a - math.exp(0.5) * b
     assert row.delta == pytest.approx(a - math.exp(0.5) * b, abs=1e-8)

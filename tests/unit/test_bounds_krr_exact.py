@@ -47,7 +47,7 @@ def test_every_row_against_the_exact_worst_case(k, eps0, n):
     exact = _exact(n, k, eps0, epsilons)
     for eps in epsilons:
         worst = max(exact[eps].values())
-        rows = compare(epsilon=eps, n=n, mechanism="krr", epsilon0=eps0, k=k)
+        rows = compare(epsilon=eps, n=n, mechanism="krr", epsilon0=eps0, domain_size=k)
         upper = [r for r in rows if r.bound is BoundKind.UPPER and r.delta is not None]
         lower = [r for r in rows if r.bound is BoundKind.LOWER and r.delta is not None]
         assert {r.method for r in upper} >= {"krr-blanket", "vr2024", "fmt2021-numeric"}
@@ -76,7 +76,10 @@ def test_every_row_against_the_exact_worst_case(k, eps0, n):
 
 def test_the_reported_regression_at_epsilon0_20():
     # account delta --mechanism krr --k 2 --epsilon0 20 --n 2 --epsilon 19.9999
-    rows = {r.method: r for r in compare(epsilon=19.9999, n=2, mechanism="krr", epsilon0=20, k=2)}
+    rows = {
+        r.method: r
+        for r in compare(epsilon=19.9999, n=2, mechanism="krr", epsilon0=20, domain_size=2)
+    }
     p = mpmath.exp(20) / (1 + mpmath.exp(20))
     truth = p * p * (1 - mpmath.exp(mpmath.mpf(19.9999) - 20))
     assert float(truth) == pytest.approx(9.9995e-5, rel=1e-5)
@@ -131,7 +134,7 @@ def test_lower_bounds_are_zero_at_and_above_epsilon0():
         for eps0 in (2.0, 20.0):
             for eps in (eps0, eps0 * 1.5):
                 assert krr_delta_lower_bound(eps, eps0, k, 5) == 0.0
-                rows = compare(epsilon=eps, n=5, mechanism="krr", epsilon0=eps0, k=k)
+                rows = compare(epsilon=eps, n=5, mechanism="krr", epsilon0=eps0, domain_size=k)
                 kept = [r for r in rows if r.bound is not BoundKind.REPRODUCTION]
                 assert all(r.delta in (None, 0.0) for r in kept)
     # Just below ε₀ the lower bound stays below the exact worst case.
@@ -145,7 +148,9 @@ def test_binary_lower_bound_is_attained_by_a_split():
     # labelled lower (a dataset with a third value, which k = 2 lacks); the truth is 0.331322.
     worst = max(_exact(8, 2, 2.0, (0.2,))[0.2].values())
     assert float(worst) == pytest.approx(0.331322, abs=1e-6)
-    rows = {r.method: r for r in compare(epsilon=0.2, n=8, mechanism="krr", epsilon0=2.0, k=2)}
+    rows = {
+        r.method: r for r in compare(epsilon=0.2, n=8, mechanism="krr", epsilon0=2.0, domain_size=2)
+    }
     assert rows["krr-two-count"].delta is None and "k >= 3" in rows["krr-two-count"].note
     assert rows["krr-homogeneous"].delta is None
     assert 0 <= worst - mpmath.mpf(rows["krr-splits"].delta) <= 1e-11

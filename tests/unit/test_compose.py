@@ -228,7 +228,7 @@ def test_reports_from_json_round_trips():
         ({"n": 0}, "n >= 1"),
         ({"n": 2.5}, "n >= 1"),
         ({"parameters": {"k": 10}}, "epsilon0"),
-        ({"parameters": {"epsilon0": 2.0, "k": 1}}, "k must be"),
+        ({"parameters": {"epsilon0": 2.0, "k": 1}}, "domain_size must be"),
         ({"parameters": "x"}, "expected an object"),
         ({"method": 3}, "method"),
     ],

@@ -64,7 +64,7 @@ def _settings() -> list[tuple[str, dict[str, Any], float]]:
                     "mechanism": "krr",
                     "epsilon0": epsilon0,
                     # k = 2 (binary RR, the tightest corner) in one draw of six.
-                    "k": 2 if draw % 6 == 0 else int(rng.integers(2, 51)),
+                    "domain_size": 2 if draw % 6 == 0 else int(rng.integers(2, 51)),
                 }
                 n = min(n, 3_000_000)  # each search is a mixture over the blanket count
             elif family == "flip":
@@ -125,7 +125,7 @@ def test_the_property_covers_at_least_300_settings_and_every_certified_method():
     assert len(checked) >= 300 or not full()
     methods = {method for method, _, _ in checked}
     assert methods >= {*_GENERIC, "krr-blanket", "flip-exact", "poisson-exact"}
-    ks = [p["k"] for _, p, _ in checked if "k" in p]
+    ks = [p["domain_size"] for _, p, _ in checked if "domain_size" in p]
     assert min(ks) == 2 and max(ks) >= 45
     # the sampled heavy corners: both thinnings, the n cap and targets down to 1e-11
     heavy = [setting for setting in checked if _heavy(setting)]
@@ -156,9 +156,9 @@ def test_reported_epsilon_meets_the_target_by_the_public_delta(method, params, t
 
 def test_the_krr_example_from_the_issue_now_meets_its_target():
     # krr-blanket at eps0 = 3, k = 3, n = 1e5 reported 0.06402 with delta(0.06402) = 1.0007e-6.
-    row = amplified_epsilon(1e-6, n=100_000, mechanism="krr", epsilon0=3.0, k=3)
+    row = amplified_epsilon(1e-6, n=100_000, mechanism="krr", epsilon0=3.0, domain_size=3)
     assert row.method == "krr-blanket" and row.certified
-    assert delta(row.epsilon, n=100_000, mechanism="krr", epsilon0=3.0, k=3).delta <= 1e-6
+    assert delta(row.epsilon, n=100_000, mechanism="krr", epsilon0=3.0, domain_size=3).delta <= 1e-6
     assert row.delta <= 1e-6
 
 
@@ -166,9 +166,9 @@ def test_the_krr_example_from_the_issue_now_meets_its_target():
     ("mechanism", "params", "parameter"),
     [
         ("generic", {}, None),
-        ("krr", {"k": 3}, None),
-        ("krr", {"k": 2}, None),
-        ("krr", {"k": 40}, None),
+        ("krr", {"domain_size": 3}, None),
+        ("krr", {"domain_size": 2}, None),
+        ("krr", {"domain_size": 40}, None),
         ("flip", {"fake_users": 50}, None),
         ("poisson", {"domain_size": 20, "blanket_messages": 30_000}, "report_probability"),
         ("poisson", {"domain_size": 20, "report_probability": 0.3}, "blanket_messages"),
@@ -195,7 +195,7 @@ def test_calibration_meets_the_target_by_the_public_delta(
 def test_a_lower_bound_above_the_target_halfway_to_epsilon0_still_gives_its_epsilon(method, k):
     # n = 2, eps0 = 5: the lower bound exceeds 1e-6 at eps0/2 (0.9 there), so the true
     # epsilon(1e-6) is above eps0/2; the row once showed no number ("no epsilon up to 5").
-    params = {"n": 2, "mechanism": "krr", "epsilon0": 5.0, "k": k}
+    params = {"n": 2, "mechanism": "krr", "epsilon0": 5.0, "domain_size": k}
     assert delta(2.5, method=method, **params).delta > 1e-6
     row = amplified_epsilon(1e-6, method=method, **params)
     upper = amplified_epsilon(1e-6, method="krr-blanket", **params)
@@ -455,8 +455,8 @@ _TIGHT = [
     ("vr2024", {"n": 50_000, "mechanism": "generic", "epsilon0": 0.7}, 1e-7),
     ("vr2024", {"n": 3_000_000, "mechanism": "generic", "epsilon0": 2.0}, 1e-6),
     ("fmt2021-numeric", {"n": 200_000, "mechanism": "generic", "epsilon0": 1.0}, 1e-9),
-    ("krr-blanket", {"n": 20_000, "mechanism": "krr", "epsilon0": 2.0, "k": 5}, 1e-6),
-    ("krr-two-count", {"n": 300_000, "mechanism": "krr", "epsilon0": 1.0, "k": 8}, 1e-8),
+    ("krr-blanket", {"n": 20_000, "mechanism": "krr", "epsilon0": 2.0, "domain_size": 5}, 1e-6),
+    ("krr-two-count", {"n": 300_000, "mechanism": "krr", "epsilon0": 1.0, "domain_size": 8}, 1e-8),
 ]
 
 

@@ -174,7 +174,7 @@ def test_a_lower_bound_below_the_target_everywhere_gives_no_epsilon():
         mechanism="krr",
         method="krr-homogeneous",
         epsilon0=0.026187510622402804,
-        k=19,
+        domain_size=19,
     )
     assert row.epsilon is None and row.delta is None and "says nothing" in row.note
 

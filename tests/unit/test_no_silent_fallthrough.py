@@ -128,7 +128,7 @@ def test_segmented_error_bound_checks_its_variant(variant):
 
 @pytest.mark.parametrize(
     ("mechanism", "extra"),
-    [("krr", {"k": 5}), ("generic", {}), ("flip", {"fake_users": 10, "domain_size": 4})],
+    [("krr", {"domain_size": 5}), ("generic", {}), ("flip", {"fake_users": 10, "domain_size": 4})],
 )
 def test_calibrate_refuses_a_parameter_the_mechanism_does_not_search(mechanism, extra):
     with pytest.raises(InvalidParameterError, match=r"^parameter must be None or"):
@@ -138,8 +138,10 @@ def test_calibrate_refuses_a_parameter_the_mechanism_does_not_search(mechanism, 
 
 
 def test_calibrate_accepts_the_parameter_it_searches():
-    named = accounting.calibrate(1.0, 1e-6, n=1000, mechanism="krr", k=5, parameter="epsilon0")
-    default = accounting.calibrate(1.0, 1e-6, n=1000, mechanism="krr", k=5)
+    named = accounting.calibrate(
+        1.0, 1e-6, n=1000, mechanism="krr", domain_size=5, parameter="epsilon0"
+    )
+    default = accounting.calibrate(1.0, 1e-6, n=1000, mechanism="krr", domain_size=5)
     assert named.value == default.value
 
 

@@ -367,7 +367,9 @@ def test_amplified_epsilon_checks_nothing_per_step() -> None:
     from shuffledp.accounting import amplified_epsilon
 
     tallies = _tallies(
-        lambda delta: amplified_epsilon(delta, n=1000, epsilon0=2.0, mechanism="krr", k=10),
+        lambda delta: amplified_epsilon(
+            delta, n=1000, epsilon0=2.0, mechanism="krr", domain_size=10
+        ),
         (krr_accountant, "_blanket_mixture"),
         (1e-6, 1e-10),
     )

@@ -2,8 +2,8 @@
 
 >>> from shuffledp.accounting import delta, amplified_epsilon, calibrate
 >>> delta(0.5, n=10_000, epsilon0=2.0).delta                      # best generic bound
->>> amplified_epsilon(1e-6, n=10_000, epsilon0=2.0, mechanism="krr", k=10)
->>> calibrate(1.0, 1e-6, n=10_000, mechanism="krr", k=10).value  # the largest ε₀
+>>> amplified_epsilon(1e-6, n=10_000, epsilon0=2.0, mechanism="krr", domain_size=10)
+>>> calibrate(1.0, 1e-6, n=10_000, mechanism="krr", domain_size=10).value  # the largest ε₀
 
 Every answer is an :class:`AccountingResult` that records the method, the
 inputs and what kind of number it is (upper, exact, lower or reproduction),
@@ -931,7 +931,7 @@ def calibrate(
         return answer("epsilon0", value, mech_eps0(value))
     if kind == "flip":
         if "fake_users" not in params:
-            raise InvalidParameterError("calibrating FLIP needs fake_users (k)")
+            raise InvalidParameterError("calibrating FLIP needs fake_users")
         fake = check_int(params["fake_users"], "fake_users", minimum=0)
         extra = {key: v for key, v in params.items() if key != "fake_users"}
         # calibrate_flip_q bisects the public certificate (flip_delta) itself.

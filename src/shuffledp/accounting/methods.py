@@ -20,8 +20,9 @@ Group: the questions users ask (``api``, ``methods``, ``calibration``,
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any, Literal
 
 from shuffledp._validation import (
@@ -78,10 +79,12 @@ class Mechanism:
             blanket messages).
         n: Number of users.
         epsilon0: Local ε₀ (generic, krr).
-        k: Domain size of k-RR.
+        k: Deprecated spelling of k-RR's ``domain_size`` (a constructor argument
+            only: it sets ``domain_size``, with a :class:`DeprecationWarning`).
         q: FLIP's flip probability.
-        fake_users: FLIP's k.
-        domain_size: FLIP's d, or the Poisson randomizer's number of items d.
+        fake_users: FLIP's fake users per real user.
+        domain_size: The domain size d: k-RR's (the paper's k), FLIP's, or the
+            Poisson randomizer's number of items.
         report_probability: The Poisson randomizer's λ.
         blanket_messages: Potential blanket messages from the other users (Poisson).
         blanket_probability: Probability each is sent (Poisson; Thm 2's γ).
@@ -92,7 +95,7 @@ class Mechanism:
     kind: str
     n: int
     epsilon0: float | None = None
-    k: int | None = None
+    k: InitVar[int | None] = None
     q: float | None = None
     fake_users: int | None = None
     domain_size: int | None = None
@@ -102,7 +105,20 @@ class Mechanism:
     items: int = 1
     n_x0: int | None = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, k: int | None) -> None:
+        if k is not None:
+            warnings.warn(
+                "Mechanism(k=...) is deprecated: k-RR's domain size is domain_size, as "
+                "for the other mechanisms",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            if self.domain_size is not None and self.domain_size != k:
+                raise InvalidParameterError(
+                    f"k {k!r} and domain_size {self.domain_size!r} name the same number "
+                    "(k is the deprecated spelling of domain_size)"
+                )
+            object.__setattr__(self, "domain_size", k)
         if self.kind not in MECHANISMS:
             raise InvalidParameterError(
                 f"mechanism must be one of {', '.join(MECHANISMS)}, got {self.kind!r}"
@@ -110,7 +126,7 @@ class Mechanism:
         check_int(self.n, "n", minimum=1)
         need: dict[str, tuple[str, ...]] = {
             "generic": ("epsilon0",),
-            "krr": ("epsilon0", "k"),
+            "krr": ("epsilon0", "domain_size"),
             "flip": ("q", "fake_users"),
             "poisson": ("report_probability", "domain_size", "blanket_messages"),
         }
@@ -119,8 +135,6 @@ class Mechanism:
             raise InvalidParameterError(f"the {self.kind} mechanism needs {', '.join(missing)}")
         if self.epsilon0 is not None:
             check_epsilon(self.epsilon0, "epsilon0")
-        if self.k is not None:
-            check_int(self.k, "k", minimum=2)
         if self.q is not None:
             check_flip_probability(self.q)
         if self.fake_users is not None:
@@ -141,7 +155,6 @@ class Mechanism:
         out: dict[str, Any] = {"mechanism": self.kind, "n": self.n}
         for name in (
             "epsilon0",
-            "k",
             "q",
             "fake_users",
             "domain_size",
@@ -298,31 +311,31 @@ def _poisson_lemma3(eps: float, m: Mechanism) -> Bound:
 def _biswas(eps: float, m: Mechanism) -> Bound:
     if m.n_x0 is None:
         return Bound(math.nan, False, "needs n_x0, the number of other users holding x0")
-    assert m.k is not None
+    assert m.domain_size is not None
     if _eps0(m) > LOG_RANGE:
         return Bound(math.nan, False, f"computed for epsilon0 <= {LOG_RANGE:g}")
-    return Bound(biswas2023_delta(eps, _eps0(m), m.k, m.n, m.n_x0), False)
+    return Bound(biswas2023_delta(eps, _eps0(m), m.domain_size, m.n, m.n_x0), False)
 
 
 _NO_THIRD_VALUE = "needs k >= 3: with k = 2 no other user can hold a third value (see krr-splits)"
 
 
 def _krr_homogeneous(eps: float, m: Mechanism) -> Bound:
-    assert m.k is not None
-    if m.k < 3:
+    assert m.domain_size is not None
+    if m.domain_size < 3:
         return Bound(math.nan, False, _NO_THIRD_VALUE)
     if m.n > _HOMOGENEOUS_MAX_N:
         return Bound(
             math.nan, False, f"computed for n <= {_HOMOGENEOUS_MAX_N} (a two-dimensional sum)"
         )
-    return _ok(krr_delta_homogeneous(eps, _eps0(m), m.k, m.n, rounding="down"))
+    return _ok(krr_delta_homogeneous(eps, _eps0(m), m.domain_size, m.n, rounding="down"))
 
 
 def _krr_two_count(eps: float, m: Mechanism) -> Bound:
-    assert m.k is not None
-    if m.k < 3:
+    assert m.domain_size is not None
+    if m.domain_size < 3:
         return Bound(math.nan, False, _NO_THIRD_VALUE)
-    return _ok(krr_delta_two_count_marginal(eps, _eps0(m), m.k, m.n))
+    return _ok(krr_delta_two_count_marginal(eps, _eps0(m), m.domain_size, m.n))
 
 
 #: Tolerance of a pair's block sum in a deciding mode: the sum as it was reported
@@ -348,18 +361,18 @@ def _krr_pair(m: Mechanism) -> TwoCountPair:
     k = 2 the same law with no third value (w₀ = 0), which the blanket bound's
     mixture averages around.
     """
-    assert m.k is not None
-    if m.k >= 3:
-        return krr_two_count_pair(_eps0(m), m.k, m.n)
-    a, b = krr_probabilities(_eps0(m), m.k)
+    assert m.domain_size is not None
+    if m.domain_size >= 3:
+        return krr_two_count_pair(_eps0(m), m.domain_size, m.n)
+    a, b = krr_probabilities(_eps0(m), m.domain_size)
     return TwoCountPair(blanket=m.n - 1, rate=min(1.0, 2.0 * b), w1=a, w2=b, w0=0.0)
 
 
 def _krr_two_count_rough(eps: float, m: Mechanism, target: float) -> Bound:
-    assert m.k is not None
-    if m.k < 3:
+    assert m.domain_size is not None
+    if m.domain_size < 3:
         return Bound(math.nan, False, _NO_THIRD_VALUE)
-    pair = krr_two_count_pair(_eps0(m), m.k, m.n)
+    pair = krr_two_count_pair(_eps0(m), m.domain_size, m.n)
     return _ok(two_count_delta(pair, eps, rounding="down", tolerance=_DECIDING_TOLERANCE))
 
 
@@ -372,8 +385,8 @@ def _flip_lower(eps: float, m: Mechanism) -> Bound:
 
 
 def _krr_splits(eps: float, m: Mechanism) -> Bound:
-    assert m.k is not None
-    if m.k != 2:
+    assert m.domain_size is not None
+    if m.domain_size != 2:
         return Bound(math.nan, False, "k = 2 only (for k >= 3 see krr-homogeneous)")
     value = krr_binary_split_delta(eps, _eps0(m), m.n)
     if m.n <= ALL_SPLITS_UP_TO:
@@ -455,11 +468,13 @@ METHODS: dict[str, Method] = {
             "this package: k-RR blanket with exact inner divergence"
             " (shuffledp.accounting.certificates.krr)",
             # The Mechanism checked ε₀, k and n, the public question ε: the kernels.
-            lambda e, m: _ok(_krr_delta(e, _eps0(m), m.k or 2, m.n)),
+            lambda e, m: _ok(_krr_delta(e, _eps0(m), m.domain_size or 2, m.n)),
             "holds for every dataset",
             hint="krr-two-count",
-            deciding_fn=lambda e, m, t: _ok(_krr_delta(e, _eps0(m), m.k or 2, m.n, target=t)),
-            curve_fn=lambda e, m: _krr_delta_curve(e, _eps0(m), m.k or 2, m.n),
+            deciding_fn=lambda e, m, t: _ok(
+                _krr_delta(e, _eps0(m), m.domain_size or 2, m.n, target=t)
+            ),
+            curve_fn=lambda e, m: _krr_delta_curve(e, _eps0(m), m.domain_size or 2, m.n),
             guess_pair=_krr_pair,
         ),
         Method(

@@ -102,7 +102,7 @@ class KRRCalibration:
         return certified_report(
             self,
             KRR_PRIVACY_METHOD,
-            parameters={"epsilon0": self.epsilon0, "k": self.domain_size},
+            parameters={"epsilon0": self.epsilon0, "domain_size": self.domain_size},
             notes=(
                 "exact divergence of the k-RR blanket (uniform part of every other "
                 "user's report), valid for every dataset; lower_bound_delta is the exact "
@@ -116,7 +116,7 @@ class KRRCalibration:
         return {
             "method": self.method,
             "epsilon0": self.epsilon0,
-            "k": self.domain_size,
+            "domain_size": self.domain_size,
             "epsilon": self.epsilon,
             "target_delta": self.target_delta,
             "delta": self.delta,
@@ -157,7 +157,7 @@ def calibrate_krr(
     notes: list[str] = []
     if epsilon0 is None:
         # The accountant's calibration with the k-RR certificate (krr-blanket).
-        e0 = calibrate(epsilon, delta, n=n, mechanism="krr", k=k).value
+        e0 = calibrate(epsilon, delta, n=n, mechanism="krr", domain_size=k).value
         method = "exact"
         if e0 < _NO_AMPLIFICATION_RATIO * epsilon:
             notes.append(
@@ -226,7 +226,7 @@ def krr_parameters(
 
     def epsilon_at(target: float) -> tuple[float, float]:
         found = amplified_epsilon(
-            target, n=n, mechanism="krr", method="krr-blanket", epsilon0=e0, k=k
+            target, n=n, mechanism="krr", method="krr-blanket", epsilon0=e0, domain_size=k
         ).epsilon
         at = e0 if found is None else min(found, e0)
         return at, krr_delta(at, e0, k, n)
@@ -415,10 +415,10 @@ class KRRProtocol(CalibratedProtocol[KRRCalibration, KRRRandomizer]):
         )
 
     def parameters(self) -> dict[str, Any]:
-        """ε₀, k and the estimator."""
+        """ε₀, the domain size and the estimator."""
         return {
             "epsilon0": self.calibration.epsilon0,
-            "k": self.domain_size,
+            "domain_size": self.domain_size,
             "estimator": self.estimator,
             "calibration": self.calibration.method,
         }

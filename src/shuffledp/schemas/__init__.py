@@ -55,7 +55,7 @@ SCHEMA_VERSIONS: Mapping[str, int] = {
     "account-calibrate": 1,
     "account-compose": 1,
     "account-flip": 2,
-    "account-krr": 1,
+    "account-krr": 2,
     "account-segmented": 2,
     "correlated-release": 1,
     "account-correlated": 1,

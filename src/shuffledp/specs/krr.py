@@ -133,7 +133,7 @@ class KRRSpec(ProtocolSpec):
         """
         from shuffledp.accounting.methods import Mechanism
 
-        return Mechanism(kind="krr", n=n, epsilon0=self.epsilon0, k=domain_size)
+        return Mechanism(kind="krr", n=n, epsilon0=self.epsilon0, domain_size=domain_size)
 
     def randomizer(self, domain_size: int) -> KRRRandomizer:
         """The k-RR client."""

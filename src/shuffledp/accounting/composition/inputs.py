@@ -29,7 +29,6 @@ from shuffledp._validation import (
     InvalidParameterError,
     check_epsilon,
     check_flip_probability,
-    check_int,
 )
 from shuffledp._wording import Parameter, Worded
 from shuffledp.accounting.composition.pld import (
@@ -42,6 +41,7 @@ from shuffledp.accounting.composition.rederive import (
     FLIP_METHODS,
     KRR_METHOD,
     flip_fake_users,
+    krr_domain_size,
     number_parameter,
 )
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
@@ -82,8 +82,8 @@ def _certificate_parameters(report: PrivacyReport) -> dict[str, Any] | None:
         return {"q": q, "fake_users": k, "n": report.n}
     if report.method == KRR_CERTIFICATE_METHOD:
         epsilon0 = check_epsilon(_parameter(report, "epsilon0", integer=False), "epsilon0")
-        k = check_int(_parameter(report, "k", integer=True), "k", minimum=2)
-        return {"epsilon0": epsilon0, "k": k, "n": report.n}
+        return {"epsilon0": epsilon0, "k": krr_domain_size(report.method, report.parameters),
+                "n": report.n}  # fmt: skip
     return None
 
 
@@ -96,8 +96,8 @@ def dominating_pair(
       :func:`shuffledp.accounting.composition.pld.flip_dominating_pair` with parameters
       ``q`` and ``fake_users`` (``k`` in releases of 0.2) and ``report.n``.
     * ``krr-blanket``: :func:`shuffledp.accounting.composition.pld.krr_dominating_pair` with
-      parameters ``epsilon0`` and ``k`` (domain size) and ``report.n``; its blocks
-      are refined at ε = 0, ε/4, ε/2 and ε (ε = ``report.epsilon``) unless
+      parameters ``epsilon0`` and ``domain_size`` (``k`` in releases of 0.2) and
+      ``report.n``; its blocks are refined at ε = 0, ε/4, ε/2 and ε (ε = ``report.epsilon``) unless
       ``reference_epsilons`` says otherwise.
 
     The pair depends only on the mechanism's parameters, not on the report's

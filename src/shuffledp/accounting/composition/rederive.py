@@ -200,6 +200,28 @@ def flip_fake_users(method: str, parameters: Mapping[str, Any]) -> int:
     return check_int(fake_users, "fake_users", minimum=0)
 
 
+def krr_domain_size(method: str, parameters: Mapping[str, Any]) -> int:
+    """A k-RR report's domain size: ``domain_size``, or ``k`` as 0.2 wrote it.
+
+    Releases of shuffledp 0.2 called k-RR's domain size ``k``; this version
+    writes ``domain_size``, the one name the package gives the quantity. A
+    report holding both must hold the same number.
+
+    Raises:
+        InvalidParameterError: If neither is an integer of at least 2, or both are and differ.
+    """
+    if "domain_size" in parameters:
+        size = number_parameter(method, parameters, "domain_size", integer=True)
+        if "k" in parameters and parameters["k"] != size:
+            raise InvalidParameterError(
+                f"a {method!r} report states domain_size {size!r} and k "
+                f"{parameters['k']!r}: they name the same number"
+            )
+    else:
+        size = number_parameter(method, parameters, "k", integer=True)
+    return check_int(size, "domain_size", minimum=2)
+
+
 @dataclass(frozen=True)
 class Certificate:
     """What a release's parameters certify: its δ at every ε, for one relation.
@@ -292,11 +314,11 @@ def _krr(
     epsilon0 = check_epsilon(
         number_parameter(KRR_METHOD, parameters, "epsilon0", integer=False), "epsilon0"
     )
-    k = check_int(number_parameter(KRR_METHOD, parameters, "k", integer=True), "k", minimum=2)
+    d = krr_domain_size(KRR_METHOD, parameters)
     return (
-        (epsilon0, k, n),
-        f"krr_delta with epsilon0={epsilon0:.6g}, k={k}, n={n:,}",
-        lambda e: krr_delta(e, epsilon0, k, n),
+        (epsilon0, d, n),
+        f"krr_delta with epsilon0={epsilon0:.6g}, k={d}, n={n:,}",
+        lambda e: krr_delta(e, epsilon0, d, n),
     )
 
 

@@ -31,7 +31,11 @@ from shuffledp.accounting.composition.inputs import (
     _number,
     weakest_level,
 )
-from shuffledp.accounting.composition.rederive import FLIP_METHODS, message_bound_parties
+from shuffledp.accounting.composition.rederive import (
+    FLIP_METHODS,
+    krr_domain_size,
+    message_bound_parties,
+)
 from shuffledp.accounting.composition.total import _CHECKED_BASIS, _STATED, _rederive_one
 from shuffledp.privacy import ApproxDP, BoundKind, PrivacyReport
 from shuffledp.schemas import schema_id
@@ -237,11 +241,13 @@ def _check_release_records(
     domain = raw.get("domain")
     if isinstance(domain, list):
         size = len(domain)
-        if report.method == KRR_CERTIFICATE_METHOD and report.parameters.get("k") != size:
-            raise InvalidParameterError(
-                f"{where} ({report.method}) has k={report.parameters.get('k')!r} but a domain "
-                f"of {size} labels: k-RR's k is the domain's size"
-            )
+        if report.method == KRR_CERTIFICATE_METHOD:
+            stated = krr_domain_size(report.method, report.parameters)
+            if stated != size:
+                raise InvalidParameterError(
+                    f"{where} ({report.method}) has domain_size={stated!r} but a domain "
+                    f"of {size} labels"
+                )
         if report.parameters.get("personalized") and "message_domain" in report.parameters:
             padding = release_parameters.get("padding") is True
             if report.parameters["message_domain"] != size + padding:

@@ -105,10 +105,10 @@ def mechanism_params(args: argparse.Namespace, *, need_epsilon0: bool = True) ->
         if getattr(args, attr, None) is not None
     }
     if args.domain_size is not None:
-        params["k" if args.mechanism == "krr" else "domain_size"] = args.domain_size
+        params["domain_size"] = checked(check_int, args.domain_size, "--domain-size", minimum=2)
     if need_epsilon0 and args.mechanism in ("generic", "krr") and "epsilon0" not in params:
         raise InvalidParameterError(f"--epsilon0 is required for the {args.mechanism} mechanism")
-    if args.mechanism == "krr" and "k" not in params:
+    if args.mechanism == "krr" and "domain_size" not in params:
         raise InvalidParameterError(
             "--domain-size (k-RR's k, alias --k) is required for --mechanism krr"
         )
