@@ -3,6 +3,11 @@
 // the bundle (annotations and unused definitions left out: scripts/schema-embed.mjs).
 // Run by `npm run build`; tests check the copies are identical to the Python package's.
 // Outside the repository (an installed package) the sources are absent: nothing changes.
+//
+// With --check (what `npm test` runs first) nothing is written: the command fails, naming
+// the file, if a copy or the generated module differs from what a sync would write. A
+// clean checkout whose committed copies lag the Python package's schemas then fails its
+// tests, where a build alone would have synced them quietly.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,8 +16,13 @@ import { SCHEMA_FILES, embedded } from "./schema-embed.mjs";
 const pkg = join(dirname(fileURLToPath(import.meta.url)), "..");
 const source = join(pkg, "..", "..", "src", "shuffledp", "schemas");
 
+const CHECK = process.argv.includes("--check");
+const stale = [];
+
 function writeIfChanged(path, data) {
-  if (!existsSync(path) || !readFileSync(path).equals(Buffer.from(data))) writeFileSync(path, data);
+  if (existsSync(path) && readFileSync(path).equals(Buffer.from(data))) return;
+  if (CHECK) stale.push(path);
+  else writeFileSync(path, data);
 }
 
 if (!existsSync(source)) {
@@ -24,7 +34,10 @@ if (!existsSync(source)) {
   }
 }
 const documents = new Map(
-  SCHEMA_FILES.map((name) => [name, JSON.parse(readFileSync(join(pkg, "schemas", name), "utf8"))]),
+  SCHEMA_FILES.map((name) => {
+    const path = CHECK && existsSync(source) ? join(source, name) : join(pkg, "schemas", name);
+    return [name, JSON.parse(readFileSync(path, "utf8"))];
+  }),
 );
 const lines = Object.entries(embedded(documents)).map(
   ([name, schema]) => `  ${JSON.stringify(name)}: ${JSON.stringify(schema)},`,
@@ -37,3 +50,8 @@ writeIfChanged(
     lines.join("\n") +
     "\n};\n",
 );
+if (stale.length > 0) {
+  for (const path of stale) console.error(`sync-schemas --check: ${path} is not what the package's schemas give`);
+  console.error("run `npm run sync-schemas` in clients/ts and commit what it writes");
+  process.exit(1);
+}
