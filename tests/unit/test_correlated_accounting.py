@@ -409,3 +409,22 @@ def test_the_shared_log_factorial_table_is_gammaln_and_read_only():
     pmf = correlated_noise.negative_binomial_window(6.7, 0.9994, 1e-16)
     summing = len(pmf.pmf) * np.finfo(float).eps
     assert abs(pmf.pmf.sum() - 1.0) <= pmf.rel_error + pmf.dropped + summing
+
+
+def test_generic_bin_delta_builds_its_laws_once_per_noise_and_the_values_stay_the_same():
+    """The ε-free part of the two-dimensional sum is kept per noise (a search tries ~20 ε):
+    every value equals the one computed from scratch, and what is kept cannot be changed."""
+    setting = {"alpha": 0.7788, "shape": 0.5, "flood_r": 7.88, "flood_q": 0.96}
+    epsilons = (0.05, 0.5, 1.0, 2.0, 6.0)
+    fresh = []
+    for eps in epsilons:
+        accountant._generic_bin_pair.cache_clear()
+        fresh.append(generic_bin_delta(eps, **setting))
+    accountant._generic_bin_pair.cache_clear()
+    kept = [generic_bin_delta(eps, **setting) for eps in epsilons]
+    assert kept == fresh
+    info = accountant._generic_bin_pair.cache_info()
+    assert (info.misses, info.hits) == (1, len(epsilons) - 1)
+    pair = accountant._generic_bin_pair(0.7788, 0.5, 7.88, 0.96, 1e-16)
+    with pytest.raises(ValueError, match="read-only"):
+        pair.v1[0] = 0.0

@@ -84,6 +84,7 @@ bounds and other certificates, never reproductions, composition or the questions
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from numbers import Integral
@@ -525,7 +526,41 @@ def generic_bin_delta(
 def _generic_bin_delta(
     epsilon: float, alpha: float, shape: float, flood_r: float, flood_q: float, tail: float
 ) -> float:
-    """:func:`generic_bin_delta` on checked inputs (replacement): a search's kernel."""
+    """:func:`generic_bin_delta` on checked inputs (replacement): a search's kernel.
+
+    Only the hockey-stick sum depends on ε: the pair of laws and their losses are
+    built once per noise (:func:`_generic_bin_pair`) for every ε a search tries.
+    """
+    pair = _generic_bin_pair(alpha, shape, flood_r, flood_q, tail)
+    total, _ = pair.composed.hockey(pair.v1, pair.m1, epsilon)
+    total += pair.infinite
+    return min(1.0, total + 2.0 * pair.dropped)
+
+
+@dataclass(frozen=True)
+class _GenericBinPair:
+    """What :func:`_generic_bin_delta` sums at every ε, for one noise (arrays read-only).
+
+    Attributes:
+        composed: P₀'s finite losses, sorted for :meth:`_Composed.hockey`.
+        v1: P₁'s finite losses (the other direction).
+        m1: Their masses under P₁.
+        infinite: The δ the atoms of infinite loss add, at every ε.
+        dropped: The mass the truncated windows leave out.
+    """
+
+    composed: _Composed
+    v1: NDArray[np.float64]
+    m1: NDArray[np.float64]
+    infinite: float
+    dropped: float
+
+
+@functools.lru_cache(maxsize=2)  # ~20-30 MB each at the noise a calibration chooses
+def _generic_bin_pair(
+    alpha: float, shape: float, flood_r: float, flood_q: float, tail: float
+) -> _GenericBinPair:
+    """The two laws of one bin's view and their privacy losses (no ε involved)."""
     g = negative_binomial_window(shape, alpha, tail)
     w = negative_binomial_window(flood_r, flood_q, tail)
     depth = len(g.pmf) - 1  # g(k) = 0 (dropped) beyond D
@@ -558,9 +593,10 @@ def _generic_bin_delta(
     v1, m1 = -loss[finite], p1[finite]
     dropped = 2.0 * (w.dropped + 2.0 * g.dropped) + 1e-14
     composed = _Composed(v0, m0)
-    total, _ = composed.hockey(v1, m1, epsilon)
-    total += inf0 * (float(np.sum(m1)) + inf1) + inf1 * float(np.sum(m0))
-    return min(1.0, total + 2.0 * dropped)
+    for array in (composed.values, composed.suffix_mass, composed.suffix_scaled, v1, m1):
+        array.setflags(write=False)
+    infinite = inf0 * (float(np.sum(m1)) + inf1) + inf1 * float(np.sum(m0))
+    return _GenericBinPair(composed, v1, m1, infinite, dropped)
 
 
 # -- calibration -------------------------------------------------------------------------
