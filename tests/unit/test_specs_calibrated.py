@@ -130,7 +130,7 @@ def test_the_protocol_is_the_one_run_built_and_the_spec_holds_its_parameters(
     assert result.protocol.parameters() == before.parameters()
     if isinstance(before, KRRProtocol):
         assert result.protocol.estimator == before.estimator
-    assert result.spec == spec_type.calibrate_with(N, LABELS, EPSILON, DELTA, options)
+    assert result.spec == spec_type.calibrate(N, LABELS, EPSILON, DELTA, **options)
     assert {name: getattr(result.spec, name) for name in spec_type.fields} == _spec_fields_of(
         result.protocol, spec_type
     )
@@ -221,7 +221,7 @@ def test_the_certificate_is_computed_once(
     spec_type.calibrated_with(N, LABELS, EPSILON, DELTA, options)
     through_calibrated = calls.copy()
     calls.clear()
-    spec_type.calibrate_with(N, LABELS, EPSILON, DELTA, options)
+    spec_type.calibrate(N, LABELS, EPSILON, DELTA, **options)
     through_calibrate = calls.copy()
 
     name = CALIBRATION[spec_type]
@@ -231,20 +231,22 @@ def test_the_certificate_is_computed_once(
 
 
 @pytest.mark.parametrize("spec_type", list(PROTOCOLS))
-def test_calibrate_and_calibrated_take_the_same_options(spec_type: type[ProtocolSpec]) -> None:
-    """``calibrate`` is ``calibrated(...).spec``: the same options with the same defaults."""
-
-    def keywords(function: Callable[..., Any]) -> dict[str, Any]:
-        return {
-            name: parameter.default
-            for name, parameter in inspect.signature(function).parameters.items()
-            if parameter.kind is inspect.Parameter.KEYWORD_ONLY
-        }
-
-    calibrate = getattr(spec_type, "calibrate")  # noqa: B009
-    calibrated = getattr(spec_type, "calibrated")  # noqa: B009
-    assert keywords(calibrate) == keywords(calibrated)
-    assert spec_type.calibration_options() == tuple(keywords(calibrated))
+def test_calibrate_takes_the_options_of_calibrated_and_no_other(
+    spec_type: type[ProtocolSpec],
+) -> None:
+    """``calibrate`` (one, in the base class) is ``calibrated(...).spec``: what the spec's
+    ``calibrated`` takes, by name, is all it takes."""
+    calibrated = getattr(spec_type, "calibrated")  # noqa: B009 (not on ProtocolSpec)
+    signature = inspect.signature(calibrated)
+    keywords = [
+        name
+        for name, parameter in signature.parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    assert spec_type.calibration_options() == tuple(keywords)
+    assert "calibrate" not in vars(spec_type)  # no per-spec copy to drift
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_option'"):
+        spec_type.calibrate(N, LABELS, EPSILON, DELTA, no_such_option=1)
     assert SPECS[spec_type.name] is spec_type
 
 

@@ -568,7 +568,7 @@ def create_task(
                 f"message bounds' {reserve:.3g}"
             )
     else:
-        spec = spec_type.calibrate_with(n, labels, common["epsilon"], target, given)
+        spec = spec_type.calibrate(n, labels, common["epsilon"], target, **given)
     if spec.capped_parties(n) != parties:  # the reserve was for this many parties
         raise AssertionError(f"{spec.name}: capped parties changed with the calibration")
     task = Task(spec=spec, max_messages_per_submission=spec.max_messages(len(labels)), **common)

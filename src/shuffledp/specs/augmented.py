@@ -193,33 +193,6 @@ class AugmentedSpec(ProtocolSpec):
         )
         return Calibrated(spec, augmented)
 
-    @classmethod
-    def calibrate(
-        cls,
-        n: int,
-        labels: Sequence[str],
-        epsilon: float,
-        delta: float,
-        *,
-        variant: str = "sageo",
-        beta: float | None = None,
-        nu: int | None = None,
-        trials: int | None = None,
-        calibration: str = "exact",
-    ) -> AugmentedSpec:
-        """The spec of :meth:`calibrated`: the law for (ε, δ) (or the given ν or M certified)."""
-        return cls.calibrated(
-            n,
-            labels,
-            epsilon,
-            delta,
-            variant=variant,
-            beta=beta,
-            nu=nu,
-            trials=trials,
-            calibration=calibration,
-        ).spec
-
     def randomizer(self, domain_size: int) -> PlainValueRandomizer:
         """The client sends its value: :class:`PlainValueRandomizer`."""
         return PlainValueRandomizer(domain_size)

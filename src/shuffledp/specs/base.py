@@ -34,7 +34,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -160,10 +160,23 @@ class ProtocolSpec(ABC):
 
     # Calibration -------------------------------------------------------------------
 
-    # Each spec defines two classmethods with its own keyword-only options (typed
-    # per spec, so they are not declared here: an override could not narrow them):
+    # Each spec defines, with its own keyword-only options (typed per spec, so it is not
+    # declared here: an override could not narrow them),
     #   calibrated(n, labels, epsilon, delta, **options) -> Calibrated[Spec, Protocol]
-    #   calibrate(n, labels, epsilon, delta, **options) -> Spec  (calibrated(...).spec)
+    # and :meth:`calibrate` is its spec for every spec.
+
+    @classmethod
+    def calibrate(
+        cls, n: int, labels: Sequence[str], epsilon: float, delta: float, **options: Any
+    ) -> Self:
+        """The spec the spec's ``calibrated`` chooses (its options: :meth:`calibration_options`).
+
+        Raises:
+            InvalidParameterError: As ``calibrated``; TypeError for an option it does not take.
+        """
+        spec = cls.calibrated_with(n, labels, epsilon, delta, options).spec
+        assert isinstance(spec, cls)
+        return spec
 
     @classmethod
     def calibration_options(cls) -> tuple[str, ...]:
@@ -186,18 +199,6 @@ class ProtocolSpec(ABC):
     ) -> Calibrated[ProtocolSpec, ShuffleProtocol[Any, Any, Any, Any, Any]]:
         """``calibrated(n, labels, epsilon, delta, **options)`` of the spec's class."""
         return cls._calibrated()(n, labels, epsilon, delta, **options)
-
-    @classmethod
-    def calibrate_with(
-        cls,
-        n: int,
-        labels: Sequence[str],
-        epsilon: float,
-        delta: float,
-        options: Mapping[str, Any],
-    ) -> ProtocolSpec:
-        """``calibrate(n, labels, epsilon, delta, **options)``: :meth:`calibrated_with`'s spec."""
-        return cls.calibrated_with(n, labels, epsilon, delta, options).spec
 
     @classmethod
     def _calibrated(

@@ -162,31 +162,6 @@ class CorrelatedSpec(ProtocolSpec):
         )
         return Calibrated(spec, correlated)
 
-    @classmethod
-    def calibrate(
-        cls,
-        n: int,
-        labels: Sequence[str],
-        epsilon: float,
-        delta: float,
-        *,
-        slack: float | None = None,
-        neighbours: Neighbours = "replacement",
-        calibration: str = "exact",
-        min_honest: MinHonest = None,
-    ) -> CorrelatedSpec:
-        """The spec of :meth:`calibrated`: the noise for (ε, δ), split over m users' shares."""
-        return cls.calibrated(
-            n,
-            labels,
-            epsilon,
-            delta,
-            slack=slack,
-            neighbours=neighbours,
-            calibration=calibration,
-            min_honest=min_honest,
-        ).spec
-
     def message_domain_size(self, domain_size: int) -> int:
         """2d: a message is a (bin, sign) pair."""
         return 2 * domain_size

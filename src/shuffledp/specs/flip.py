@@ -127,22 +127,6 @@ class FlipSpec(ProtocolSpec):
         spec = cls(q=cal.q, fake_users=cal.fake_users, calibration=cal.method)
         return Calibrated(spec, flip)
 
-    @classmethod
-    def calibrate(
-        cls,
-        n: int,
-        labels: Sequence[str],
-        epsilon: float,
-        delta: float,
-        *,
-        fake_users: int | None = None,
-        calibration: Literal["exact", "paper"] = "exact",
-    ) -> FlipSpec:
-        """The spec of :meth:`calibrated`: q (and k) for (ε, δ) at n users (Alg. 2)."""
-        return cls.calibrated(
-            n, labels, epsilon, delta, fake_users=fake_users, calibration=calibration
-        ).spec
-
     def mechanism(self, n: int, domain_size: int) -> Mechanism:
         """The accountant's description of these parameters at n users over d bins.
 

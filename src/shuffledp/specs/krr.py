@@ -110,22 +110,6 @@ class KRRSpec(ProtocolSpec):
         )
         return Calibrated(spec, krr)
 
-    @classmethod
-    def calibrate(
-        cls,
-        n: int,
-        labels: Sequence[str],
-        epsilon: float,
-        delta: float,
-        *,
-        estimator: str = "inversion",
-        epsilon0: float | None = None,
-    ) -> KRRSpec:
-        """The spec of :meth:`calibrated`: ε₀ for (ε, δ) at n users."""
-        return cls.calibrated(
-            n, labels, epsilon, delta, estimator=estimator, epsilon0=epsilon0
-        ).spec
-
     def mechanism(self, n: int, domain_size: int) -> Mechanism:
         """The accountant's description of these parameters at n users over d bins.
 
