@@ -136,6 +136,11 @@ def _run(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(arguments)
         handler: Callable[..., int] = args.handler
         code = handler(args)
+        if interrupt_received():
+            # A SIGINT reached the command but its KeyboardInterrupt was lost in a C
+            # extension (numpy.random's Cython modules drop it while they initialise, and
+            # the command then ran to its end): interrupted all the same, nothing left.
+            return interrupted(restore=argv is not None)
         if argv is None:
             # The command is done and only Python's exit is left, during which SIGINT
             # would kill the process silently: a late Ctrl-C no longer changes anything.
