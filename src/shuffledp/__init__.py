@@ -14,9 +14,9 @@ from shuffledp import _interrupts
 if _interrupts.started_as_the_command():
     _interrupts.exit_on_interrupt_while_starting()
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from shuffledp._lazy import lazy_exports
 from shuffledp._optional import MissingExtraError
 from shuffledp._validation import DataError, InvalidParameterError, ShuffleDPError
 
@@ -185,16 +185,4 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Return a re-exported name, importing its module on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'shuffledp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    """List the public names, the lazily imported ones included."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

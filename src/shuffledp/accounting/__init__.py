@@ -22,9 +22,9 @@ deprecation warning (:mod:`shuffledp.accounting._moved`).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from shuffledp._lazy import lazy_exports
 from shuffledp.accounting._moved import install as _install_old_paths
 
 if TYPE_CHECKING:
@@ -68,19 +68,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Return a re-exported name, importing its module on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'shuffledp.accounting' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    """List the public names, the lazily imported ones included."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 _install_old_paths()

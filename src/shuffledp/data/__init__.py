@@ -10,8 +10,9 @@ All need the public domain: :func:`parse_domain`, :func:`read_domain_file` or
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shuffledp._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from shuffledp.data.domains import (
@@ -77,9 +78,4 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Return a re-exported name, importing its module on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'shuffledp.data' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -7,8 +7,9 @@ correlated randomizer's certificate imports scipy.signal).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shuffledp._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from shuffledp.randomizers.bitflip import FlipRandomizer, bernoulli_positions
@@ -37,16 +38,4 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Return a re-exported name, importing its module on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'shuffledp.randomizers' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    """List the public names, the lazily imported ones included."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

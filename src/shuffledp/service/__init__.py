@@ -34,8 +34,7 @@ the analyzer service decrypts and counts its batches itself
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from shuffledp._lazy import lazy_exports
 
 __all__ = ["Client", "Task", "create_task", "fetch_task", "load_task", "save_task"]
 
@@ -51,8 +50,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Return a re-exported name, importing its module on first use."""
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'shuffledp.service' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

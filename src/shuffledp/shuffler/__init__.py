@@ -7,8 +7,9 @@ The names below are re-exported lazily (PEP 562), so that the uniform shuffler
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shuffledp._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from shuffledp.shuffler.grouped import (
@@ -39,16 +40,4 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Return a re-exported name, importing its module on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'shuffledp.shuffler' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    """List the public names, the lazily imported ones included."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
