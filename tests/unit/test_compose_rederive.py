@@ -20,6 +20,7 @@ import shuffledp
 from shuffledp._validation import InvalidParameterError
 from shuffledp.accounting.certificates.correlated import CorrelatedNoise, correlated_delta
 from shuffledp.accounting.certificates.flip import calibrate_flip_q, flip_delta
+from shuffledp.accounting.certificates.krr import krr_delta
 from shuffledp.accounting.certificates.segmented import level_delta
 from shuffledp.accounting.composition import rederive as rd
 from shuffledp.accounting.composition.compose import (
@@ -374,3 +375,17 @@ def test_flip_fake_users_are_read_under_both_names_and_must_agree() -> None:
     both = {"q": Q, "fake_users": K, "k": K + 1}
     with pytest.raises(InvalidParameterError, match=f"fake_users {K} and k {K + 1}: they name"):
         rd.flip_fake_users(rd.FLIP_METHOD, both)
+
+
+def test_krr_domain_size_is_read_under_both_names_and_must_agree() -> None:
+    """0.2's releases call k-RR's domain size ``k``; this version writes ``domain_size``."""
+    assert rd.krr_domain_size(rd.KRR_METHOD, {"epsilon0": 2.0, "k": 4}) == 4
+    assert rd.krr_domain_size(rd.KRR_METHOD, {"epsilon0": 2.0, "domain_size": 4}) == 4
+    old = rd.certificate_for(rd.KRR_METHOD, 3000, {"epsilon0": 2.0, "k": 4})
+    new = rd.certificate_for(rd.KRR_METHOD, 3000, {"epsilon0": 2.0, "domain_size": 4})
+    assert old is not None and new is not None and old.key == new.key
+    assert old.delta_at(0.5) == new.delta_at(0.5) == krr_delta(0.5, 2.0, 4, 3000)
+    with pytest.raises(InvalidParameterError, match="domain_size 4 and k 5: they name"):
+        rd.krr_domain_size(rd.KRR_METHOD, {"epsilon0": 2.0, "domain_size": 4, "k": 5})
+    with pytest.raises(InvalidParameterError, match="domain_size must be an integer >= 2"):
+        rd.krr_domain_size(rd.KRR_METHOD, {"epsilon0": 2.0, "domain_size": 1})

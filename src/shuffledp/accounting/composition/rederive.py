@@ -178,48 +178,45 @@ def number_parameter(
     return int(number) if integer else number
 
 
-def flip_fake_users(method: str, parameters: Mapping[str, Any]) -> int:
-    """A FLIP report's fake users per user: ``fake_users``, or ``k`` as 0.2 wrote it.
+def _renamed_integer(method: str, parameters: Mapping[str, Any], name: str, old: str) -> Any:
+    """A report's integer parameter ``name``, or ``old``, its name in shuffledp 0.2's releases.
 
-    Releases of shuffledp 0.2 (schema ``release:1`` and the documents built on
-    it) called FLIP's fake users ``k``; this version writes ``fake_users`` (``k``
-    is k-RR's domain size). A report holding both must hold the same number.
+    A report holding both must hold the same number under each.
 
     Raises:
         InvalidParameterError: If neither is an integer, or both are and differ.
     """
-    if "fake_users" in parameters:
-        fake_users = number_parameter(method, parameters, "fake_users", integer=True)
-        if "k" in parameters and parameters["k"] != fake_users:
-            raise InvalidParameterError(
-                f"a {method!r} report states fake_users {fake_users!r} and k "
-                f"{parameters['k']!r}: they name the same number"
-            )
-    else:
-        fake_users = number_parameter(method, parameters, "k", integer=True)
-    return check_int(fake_users, "fake_users", minimum=0)
+    if name not in parameters:
+        return number_parameter(method, parameters, old, integer=True)
+    value = number_parameter(method, parameters, name, integer=True)
+    if old in parameters and parameters[old] != value:
+        raise InvalidParameterError(
+            f"a {method!r} report states {name} {value!r} and {old} {parameters[old]!r}: "
+            "they name the same number"
+        )
+    return value
+
+
+def flip_fake_users(method: str, parameters: Mapping[str, Any]) -> int:
+    """A FLIP report's fake users per user: ``fake_users``, or ``k`` as 0.2 wrote it.
+
+    Raises:
+        InvalidParameterError: If neither is an integer ≥ 0, or both are and differ.
+    """
+    return check_int(
+        _renamed_integer(method, parameters, "fake_users", "k"), "fake_users", minimum=0
+    )
 
 
 def krr_domain_size(method: str, parameters: Mapping[str, Any]) -> int:
     """A k-RR report's domain size: ``domain_size``, or ``k`` as 0.2 wrote it.
 
-    Releases of shuffledp 0.2 called k-RR's domain size ``k``; this version
-    writes ``domain_size``, the one name the package gives the quantity. A
-    report holding both must hold the same number.
-
     Raises:
-        InvalidParameterError: If neither is an integer of at least 2, or both are and differ.
+        InvalidParameterError: If neither is an integer ≥ 2, or both are and differ.
     """
-    if "domain_size" in parameters:
-        size = number_parameter(method, parameters, "domain_size", integer=True)
-        if "k" in parameters and parameters["k"] != size:
-            raise InvalidParameterError(
-                f"a {method!r} report states domain_size {size!r} and k "
-                f"{parameters['k']!r}: they name the same number"
-            )
-    else:
-        size = number_parameter(method, parameters, "k", integer=True)
-    return check_int(size, "domain_size", minimum=2)
+    return check_int(
+        _renamed_integer(method, parameters, "domain_size", "k"), "domain_size", minimum=2
+    )
 
 
 @dataclass(frozen=True)
