@@ -125,6 +125,20 @@ def test_randomizer_shares_per_user_and_bin_at_shape_one_in_a_million():
     assert _nb_gof(counts, n * d, 4.0 / m, 0.634) > P_FLOOR
 
 
+def test_one_honest_user_sends_the_whole_noise():
+    """min_honest = 1 (a run on one user, or --min-honest 1): that user's (j, −1)
+    messages in a bin are NB(1, α) + NB(r, q), the whole noise its certificate counts on.
+    With q = α that is NB(1 + r, α); checked over users and bins like the corner above."""
+    n, d = 20_000, 10
+    noise = CorrelatedNoise(0.634, 3.0, 0.634)
+    values = np.random.default_rng(15).integers(0, d, size=n)
+    batch = CorrelatedRandomizer(d, noise, 1).randomize(values, np.random.default_rng(16))
+    minus = batch.payload % 2 == 1
+    cell = batch.sender[minus] * d + batch.payload[minus] // 2
+    per_cell = np.bincount(cell, minlength=n * d)
+    assert _nb_gof(np.bincount(per_cell), n * d, 4.0, 0.634) > P_FLOOR
+
+
 # ------------------------------------------------------------------- the two paths
 
 ALPHA, R, Q = 0.5, 1.5, 0.6
