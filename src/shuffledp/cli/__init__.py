@@ -136,10 +136,12 @@ def _run(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(arguments)
         handler: Callable[..., int] = args.handler
         code = handler(args)
-        if interrupt_received():
+        if interrupt_received() and code != INTERRUPTED:
             # A SIGINT reached the command but its KeyboardInterrupt was lost in a C
             # extension (numpy.random's Cython modules drop it while they initialise, and
             # the command then ran to its end): interrupted all the same, nothing left.
+            # (A handler that caught the interrupt itself, as `client submit` does, has
+            # said so and returned 130.)
             return interrupted(restore=argv is not None)
         if argv is None:
             # The command is done and only Python's exit is left, during which SIGINT
